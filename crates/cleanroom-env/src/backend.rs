@@ -1,0 +1,156 @@
+//! The one interface every environment backend implements.
+//!
+//! An environment is a fresh machine made from a base image. Commands run in
+//! it during *phases*: each phase has its own PID namespace (and network
+//! namespace), so ending a phase kills every process started in it. The
+//! agent runs in one phase, the hidden verifier in the next; nothing of the
+//! first survives into the second.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cancel::CancelToken;
+use crate::error::EnvError;
+use crate::output::Captured;
+use crate::rootfs::RootFs;
+
+/// What a new environment must provide.
+#[derive(Debug, Clone)]
+pub struct EnvSpec {
+    /// The read-only base root file system (an image built by `image build`).
+    pub image_root: PathBuf,
+    pub cpus: u32,
+    pub memory_mb: u64,
+    pub disk_mb: u64,
+    /// Most processes (threads count) the environment may hold at once.
+    pub pids_max: u64,
+    /// Start even when a limit cannot be enforced (recorded as such).
+    pub allow_unlimited: bool,
+}
+
+/// Whether each resource limit held for an environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitState {
+    Enforced,
+    Unenforced,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Limits {
+    pub memory: LimitState,
+    pub pids: LimitState,
+    pub disk: LimitState,
+}
+
+/// One command to run inside an environment's current phase.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// argv[0] is resolved inside the environment (absolute path or via PATH).
+    pub argv: Vec<String>,
+    /// Working directory inside the environment.
+    pub cwd: String,
+    /// The complete environment of the process: nothing of the host leaks in.
+    pub env: Vec<(String, String)>,
+    /// Wall-clock limit; on expiry the process group gets TERM, then KILL
+    /// after `grace`.
+    pub timeout: Option<Duration>,
+    pub grace: Duration,
+    /// Most bytes of each output stream kept (half head, half tail).
+    pub output_limit: usize,
+}
+
+impl ExecRequest {
+    /// A `bash -lc SCRIPT` in `cwd`, with the given environment.
+    pub fn login_shell(script: &str, cwd: &str, env: Vec<(String, String)>) -> Self {
+        ExecRequest {
+            argv: vec!["/bin/bash".into(), "-lc".into(), script.into()],
+            cwd: cwd.into(),
+            env,
+            timeout: None,
+            grace: Duration::from_secs(5),
+            output_limit: 2 * 1024 * 1024,
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// Exited on its own with this code.
+    Exited(i32),
+    /// Killed by a signal that the harness did not send.
+    Signaled(i32),
+    /// The timeout ran out and the harness killed it.
+    TimedOut,
+    /// The cancel token fired (Ctrl-C) and the harness killed it.
+    Cancelled,
+}
+
+impl ExitStatus {
+    pub fn success(&self) -> bool {
+        matches!(self, ExitStatus::Exited(0))
+    }
+
+    /// The shell convention: the code, or 128 + signal.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            ExitStatus::Exited(c) => Some(*c),
+            ExitStatus::Signaled(s) => Some(128 + s),
+            ExitStatus::TimedOut | ExitStatus::Cancelled => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ExecOutcome {
+    pub status: ExitStatus,
+    pub duration: Duration,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    /// Both streams in arrival order.
+    pub combined: Captured,
+}
+
+/// A phase's network: outbound through user-mode NAT, or loopback only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    Outbound,
+    LoopbackOnly,
+}
+
+/// A backend makes environments.
+pub trait Backend: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// Why this backend cannot run a task with these needs, if it cannot.
+    fn cannot_provide(&self, gpus: u32, qemu: bool) -> Option<String>;
+
+    fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError>;
+}
+
+/// A live environment. Dropping it destroys it (best effort); call
+/// [`Environment::destroy`] to learn whether that worked.
+pub trait Environment: Send {
+    fn id(&self) -> &str;
+
+    fn limits(&self) -> Limits;
+
+    /// The environment's file system as seen from the host, for copying files
+    /// in and reading them out without ever following a link out of it.
+    fn root(&self) -> &RootFs;
+
+    /// Starts a phase. Fails if one is already running.
+    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError>;
+
+    /// Runs a command in the current phase and waits for it. Processes it
+    /// leaves behind live until the phase ends.
+    fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError>;
+
+    /// Ends the current phase: every process started in it is killed, and
+    /// this returns only once none is left.
+    fn end_phase(&mut self) -> Result<(), EnvError>;
+
+    /// Kills everything, unmounts, removes every trace on the host.
+    fn destroy(self: Box<Self>) -> Result<(), EnvError>;
+}

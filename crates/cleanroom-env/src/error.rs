@@ -1,0 +1,23 @@
+use std::path::PathBuf;
+
+/// Why an environment could not be made, used or removed. These are
+/// infrastructure failures: a trial that meets one ends as `infra_error`.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("{what}: {source}")]
+    Io { what: String, #[source] source: std::io::Error },
+    #[error("{program} failed: {detail}")]
+    Command { program: String, detail: String },
+    #[error("limit {limit} cannot be enforced on this host: {why} (pass --allow-unlimited to run anyway)")]
+    LimitUnavailable { limit: &'static str, why: String },
+    #[error("base image not found at {0}: run `cleanroom image build`")]
+    NoImage(PathBuf),
+    #[error("{0}")]
+    Phase(String),
+}
+
+impl EnvError {
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        EnvError::Io { what: what.into(), source }
+    }
+}

@@ -1,0 +1,3 @@
+//! Host-side access to an environment's file system (being written).
+#[derive(Debug)]
+pub struct RootFs;

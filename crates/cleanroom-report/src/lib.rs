@@ -1,0 +1,1 @@
+//! cleanroom-report
