@@ -14,6 +14,13 @@ pub enum EnvError {
     NoImage(PathBuf),
     #[error("{0}")]
     Phase(String),
+    /// A base image name that `image::IMAGES` does not define (bad input).
+    #[error("unknown image `{name}` (known images: {known})")]
+    UnknownImage { name: String, known: String },
+    /// A base image cannot be built or read: no mirror, a bad `--mirror`, a
+    /// damaged image.json.
+    #[error("{0}")]
+    Image(String),
 }
 
 impl EnvError {

@@ -4,8 +4,10 @@
 mod backend;
 mod cancel;
 mod error;
+pub mod image;
 mod output;
 mod rootfs;
+pub mod sandbox;
 
 pub use backend::{
     Backend, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, LimitState, Limits,
@@ -14,4 +16,4 @@ pub use backend::{
 pub use cancel::CancelToken;
 pub use error::EnvError;
 pub use output::Captured;
-pub use rootfs::RootFs;
+pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs, MAX_DEPTH, MAX_ENTRIES};

@@ -1,3 +1,1303 @@
-//! Host-side access to an environment's file system (being written).
+//! Host-side access to an environment's root directory.
+//!
+//! Design note. The root directory (an overlayfs mount on the host) has been
+//! written by untrusted code running as root inside the environment. Any
+//! directory may have been replaced by a symbolic link to a host path (say
+//! `/workspace -> /etc`), any file by a link, a FIFO or a huge sparse file.
+//! The harness must never read or write a host file through such a link, never
+//! block on a FIFO, and never load an unbounded file into memory. So:
+//!
+//! - Everything starts from a directory fd of the root, never from a host path
+//!   string (after [`RootFs::open`]).
+//! - Reading resolves paths with openat2(2) and `RESOLVE_BENEATH |
+//!   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: no link is followed anywhere
+//!   in the path and the result is inside the root, or the open fails. Files
+//!   are first opened `O_PATH` (opening has no side effect even on a device),
+//!   checked to be regular, then reopened for reading, and read to at most
+//!   `limit + 1` bytes.
+//! - Writing and creating resolve with `RESOLVE_IN_ROOT`: links in the
+//!   directories of the path are followed as if the process were chrooted into
+//!   the root (the verifier's scripts see the same tree), and the final
+//!   component is never followed (`O_NOFOLLOW`).
+//! - Walking (manifests, removal, copying in) goes one component at a time
+//!   with `fstatat(AT_SYMLINK_NOFOLLOW)`, `openat(O_NOFOLLOW)`, `mkdirat`,
+//!   `unlinkat` and `symlinkat` relative to directory fds, so a rename or a
+//!   link swapped in between two calls makes a call fail instead of leading
+//!   out of the root.
+//! - Walks are bounded: at most [`MAX_ENTRIES`] entries and [`MAX_DEPTH`]
+//!   levels (one open fd per level).
+//!
+//! Entries the harness creates take the owner of the environment's root
+//! directory, so that root inside the environment owns them even when the
+//! backend maps users.
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Most entries a manifest or a removal walk visits.
+pub const MAX_ENTRIES: usize = 1_000_000;
+/// Most directory levels below the starting directory that a walk enters.
+pub const MAX_DEPTH: usize = 128;
+
+/// An environment's root directory, opened once; every access goes through
+/// its fd.
 #[derive(Debug)]
-pub struct RootFs;
+pub struct RootFs {
+    dir: OwnedFd,
+    host_path: PathBuf,
+    owner: (u32, u32),
+}
+
+/// Why [`RootFs::read_regular`] returned no bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("missing")]
+    Missing,
+    #[error("symlink in path")]
+    SymlinkInPath,
+    #[error("not a regular file")]
+    NotRegular,
+    #[error("too large: {size} bytes")]
+    TooLarge { size: u64 },
+    #[error("{0}")]
+    Io(io::Error),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    /// FIFO, socket or device node.
+    Other,
+}
+
+/// One entry of a [`Manifest`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    pub kind: EntryKind,
+    /// Permission bits (`mode & 0o7777`).
+    pub mode: u32,
+    /// Bytes of a file, of a link's target; 0 for anything else.
+    pub size: u64,
+    /// Lowercase hex SHA-256 of a file's bytes.
+    pub sha256: Option<String>,
+    /// A symbolic link's target, as stored (not resolved).
+    pub link_target: Option<String>,
+}
+
+/// Every entry of a tree, by path relative to the tree's top ('/'-separated,
+/// no leading slash), walked without following links.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    pub entries: BTreeMap<String, Entry>,
+    /// The walk stopped at [`MAX_ENTRIES`] or did not enter directories below
+    /// [`MAX_DEPTH`]: entries may be missing.
+    pub truncated: bool,
+}
+
+/// The task format's globs (`*` within one path segment, `**` across
+/// segments), matched against paths relative to a directory.
+#[derive(Debug, Clone)]
+pub struct Globs {
+    patterns: Vec<String>,
+    set: globset::GlobSet,
+}
+
+impl Globs {
+    pub fn new(patterns: &[String]) -> Result<Globs, String> {
+        let mut builder = globset::GlobSetBuilder::new();
+        for p in patterns {
+            let glob = globset::GlobBuilder::new(p)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| format!("bad glob {p:?}: {e}"))?;
+            builder.add(glob);
+        }
+        let set = builder.build().map_err(|e| format!("bad globs: {e}"))?;
+        Ok(Globs { patterns: patterns.to_vec(), set })
+    }
+
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    pub fn is_match(&self, rel: &str) -> bool {
+        self.set.is_match(rel)
+    }
+
+    /// Could a path below the directory `dir` match? False only when no
+    /// pattern's literal leading segments lead into `dir` (so a walk need not
+    /// enter it): `results/**` never matches below `src`.
+    pub fn may_match_below(&self, dir: &str) -> bool {
+        let dir: Vec<&str> = dir.split('/').filter(|c| !c.is_empty()).collect();
+        self.patterns.iter().any(|p| {
+            let literal: Vec<&str> = p
+                .split('/')
+                .filter(|c| !c.is_empty())
+                .take_while(|c| !c.contains(['*', '?', '[', '{', '\\']))
+                .collect();
+            // One is a prefix of the other.
+            literal.iter().zip(&dir).all(|(a, b)| a == b)
+        })
+    }
+
+    /// For a directory: also true when `dir/**` names it (its path with a
+    /// trailing slash matches), so `eval/**` covers the directory `eval`.
+    pub fn is_match_dir(&self, rel: &str) -> bool {
+        self.is_match(rel) || self.set.is_match(format!("{rel}/"))
+    }
+}
+
+impl Manifest {
+    /// The manifest of a host directory (the harness's own copy of an
+    /// artifact), by the same walk as [`RootFs::manifest`].
+    pub fn of_host_dir(path: &Path) -> io::Result<Manifest> {
+        let fd = open_host_dir(path)?;
+        walk_manifest(fd).map_err(|e| context(e, &path.display().to_string()))
+    }
+}
+
+impl RootFs {
+    /// Opens the root directory of an environment at a host path that the
+    /// harness controls.
+    pub fn open(host_path: &Path) -> io::Result<RootFs> {
+        let dir = open_host_dir(host_path)?;
+        let st = fstat(dir.as_fd())?;
+        let root =
+            RootFs { dir, host_path: host_path.to_path_buf(), owner: (st.st_uid, st.st_gid) };
+        match root.open_beneath(c".", libc::O_PATH) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this kernel has no openat2(2) (Linux 5.6 or later is needed)",
+            )),
+            Err(e) => Err(context(e, &host_path.display().to_string())),
+            Ok(_) => Ok(root),
+        }
+    }
+
+    pub fn host_path(&self) -> &Path {
+        &self.host_path
+    }
+
+    /// `mkdir -p` inside the environment; new directories get `mode`.
+    pub fn create_dir_all(&self, path: &str, mode: u32) -> io::Result<()> {
+        self.dir_all(path, mode).map(drop).map_err(|e| context(e, path))
+    }
+
+    /// Creates or truncates the file at `path` and writes `bytes`; the file's
+    /// mode becomes `mode`. Refuses a final component that is a link or not a
+    /// regular file. The directories must exist.
+    pub fn write_file(&self, path: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_file_inner(path, bytes, mode).map_err(|e| context(e, path))
+    }
+
+    fn write_file_inner(&self, path: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
+        let rel = rel_cstring(path)?;
+        let fd = self.open_in_root(&rel, WRITE_FLAGS, mode & 0o7777)?;
+        let mut file = self.finish_created_file(fd, mode)?;
+        file.write_all(bytes)
+    }
+
+    /// Copies a host directory tree into the environment at `dest` (created
+    /// as needed): directories, regular files with their modes, links as links.
+    pub fn copy_tree_in(&self, host_src: &Path, dest: &str) -> io::Result<()> {
+        self.copy_tree_in_filtered(host_src, dest, &|_| false)
+    }
+
+    /// [`RootFs::copy_tree_in`] that leaves out every entry for which `skip`
+    /// (given the path relative to `host_src`) is true.
+    pub fn copy_tree_in_filtered(
+        &self,
+        host_src: &Path,
+        dest: &str,
+        skip: &dyn Fn(&Path) -> bool,
+    ) -> io::Result<()> {
+        let meta = std::fs::symlink_metadata(host_src)
+            .map_err(|e| context(e, &host_src.display().to_string()))?;
+        if !meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: not a directory", host_src.display()),
+            ));
+        }
+        let top = self.dir_all(dest, meta.mode()).map_err(|e| context(e, dest))?;
+        fchmod(top.as_fd(), meta.mode())?;
+        self.copy_dir(host_src, Path::new(""), top.as_fd(), dest, skip)
+    }
+
+    fn copy_dir(
+        &self,
+        src: &Path,
+        rel: &Path,
+        dfd: BorrowedFd<'_>,
+        dest: &str,
+        skip: &dyn Fn(&Path) -> bool,
+    ) -> io::Result<()> {
+        let host_ctx = |e: io::Error, p: &Path| context(e, &p.display().to_string());
+        let mut entries: Vec<_> =
+            std::fs::read_dir(src).and_then(|rd| rd.collect()).map_err(|e| host_ctx(e, src))?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name();
+            let rel = rel.join(&name);
+            if skip(&rel) {
+                continue;
+            }
+            let host = entry.path();
+            let env_path = format!("{}/{}", dest.trim_end_matches('/'), rel.display());
+            let env_ctx = |e: io::Error| context(e, &env_path);
+            let meta = std::fs::symlink_metadata(&host).map_err(|e| host_ctx(e, &host))?;
+            let cname = CString::new(name.as_bytes()).map_err(|_| nul_error())?;
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                match mkdirat(dfd, &cname, 0o700) {
+                    Ok(()) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                    Err(e) => return Err(env_ctx(e)),
+                }
+                let child = openat(dfd, &cname, DIR_FLAGS, 0).map_err(env_ctx)?;
+                self.chown_fd(child.as_fd()).map_err(env_ctx)?;
+                fchmod(child.as_fd(), meta.mode()).map_err(env_ctx)?;
+                self.copy_dir(&host, &rel, child.as_fd(), dest, skip)?;
+            } else if ft.is_file() {
+                let mut input = File::open(&host).map_err(|e| host_ctx(e, &host))?;
+                let fd = match openat(dfd, &cname, WRITE_FLAGS, meta.mode() & 0o7777) {
+                    Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                        // A link is in the way: replace it, never write through it.
+                        unlinkat(dfd, &cname, 0).map_err(env_ctx)?;
+                        openat(dfd, &cname, WRITE_FLAGS, meta.mode() & 0o7777)
+                    }
+                    other => other,
+                }
+                .map_err(env_ctx)?;
+                let mut out = self.finish_created_file(fd, meta.mode()).map_err(env_ctx)?;
+                io::copy(&mut input, &mut out).map_err(env_ctx)?;
+            } else if ft.is_symlink() {
+                let target = std::fs::read_link(&host).map_err(|e| host_ctx(e, &host))?;
+                let ctarget =
+                    CString::new(target.as_os_str().as_bytes()).map_err(|_| nul_error())?;
+                match symlinkat(&ctarget, dfd, &cname) {
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                        let st = fstatat_nofollow(dfd, &cname).map_err(env_ctx)?;
+                        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                            return Err(env_ctx(e));
+                        }
+                        unlinkat(dfd, &cname, 0).map_err(env_ctx)?;
+                        symlinkat(&ctarget, dfd, &cname)
+                    }
+                    other => other,
+                }
+                .map_err(env_ctx)?;
+                self.chown_at(dfd, &cname).map_err(env_ctx)?;
+            } else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{}: not a file, directory or symlink", host.display()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the regular file at `path` (absolute inside the environment):
+    /// no link followed anywhere in the path, at most `limit` bytes.
+    pub fn read_regular(&self, path: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
+        let rel = rel_cstring(path).map_err(ReadError::Io)?;
+        let fd = self.open_beneath(&rel, libc::O_PATH).map_err(classify_read_error)?;
+        let st = fstat(fd.as_fd()).map_err(ReadError::Io)?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(ReadError::NotRegular);
+        }
+        let size = st.st_size as u64;
+        if size > limit {
+            return Err(ReadError::TooLarge { size });
+        }
+        let file = reopen_for_reading(&fd, &rel, self).map_err(ReadError::Io)?;
+        let mut bytes = Vec::with_capacity(size.min(limit) as usize);
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(ReadError::Io)?;
+        if bytes.len() as u64 > limit {
+            return Err(ReadError::TooLarge { size: bytes.len() as u64 });
+        }
+        Ok(bytes)
+    }
+
+    /// The manifest of the tree under `dir`, walked without following links.
+    /// A `dir` that is missing, not a directory or reached through a link
+    /// has an empty manifest (nothing is under it).
+    pub fn manifest(&self, dir: &str) -> io::Result<Manifest> {
+        let rel = rel_cstring(dir)?;
+        match self.open_beneath(&rel, DIR_FLAGS) {
+            Ok(fd) => walk_manifest(fd).map_err(|e| context(e, dir)),
+            Err(e) if is_absent(&e) => Ok(Manifest::default()),
+            Err(e) => Err(context(e, dir)),
+        }
+    }
+
+    /// Removes every path under `dir` whose relative path matches `globs`
+    /// (a matching directory with all it holds), without following a link and
+    /// never leaving the root. Returns the relative paths removed. A `dir`
+    /// that is missing or reached through a link holds nothing to remove.
+    pub fn remove_matching(&self, dir: &str, globs: &Globs) -> io::Result<Vec<String>> {
+        let mut removed = Vec::new();
+        if globs.is_empty() {
+            return Ok(removed);
+        }
+        let rel = rel_cstring(dir)?;
+        let top = match self.open_beneath(&rel, DIR_FLAGS) {
+            Ok(fd) => fd,
+            Err(e) if is_absent(&e) => return Ok(removed),
+            Err(e) => return Err(context(e, dir)),
+        };
+        let mut visited = 0usize;
+        let mut stack = vec![Frame::new(top, String::new())?];
+        loop {
+            let depth = stack.len();
+            let Some(frame) = stack.last_mut() else { break };
+            let Some(name) = frame.next_name() else {
+                stack.pop();
+                continue;
+            };
+            visited += 1;
+            if visited > MAX_ENTRIES {
+                return Err(context(too_many(), dir));
+            }
+            let rel = frame.child_rel(&name);
+            let st = match fstatat_nofollow(frame.fd.as_fd(), &name) {
+                Ok(st) => st,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => return Err(context(e, &rel)),
+            };
+            let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            if globs.is_match(&rel) {
+                remove_entry(frame.fd.as_fd(), &name, is_dir, 0).map_err(|e| context(e, &rel))?;
+                removed.push(rel);
+            } else if is_dir && globs.may_match_below(&rel) {
+                if depth > MAX_DEPTH {
+                    return Err(context(too_deep(), &rel));
+                }
+                let fd = match openat(frame.fd.as_fd(), &name, DIR_FLAGS, 0) {
+                    Ok(fd) => fd,
+                    Err(e) if is_absent(&e) => continue,
+                    Err(e) => return Err(context(e, &rel)),
+                };
+                let child = Frame::new(fd, rel)?;
+                stack.push(child);
+            }
+        }
+        Ok(removed)
+    }
+
+    fn open_beneath(&self, rel: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+        let resolve =
+            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+        openat2(self.dir.as_fd(), rel, flags, 0, resolve)
+    }
+
+    fn open_in_root(&self, rel: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+        openat2(
+            self.dir.as_fd(),
+            rel,
+            flags,
+            mode,
+            libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
+        )
+    }
+
+    /// The directory at `path`, created with its parents as needed, each path
+    /// prefix resolved as if chrooted into the root.
+    fn dir_all(&self, path: &str, mode: u32) -> io::Result<OwnedFd> {
+        let comps = components(path)?;
+        // Links are followed (in the root) here, as `mkdir -p` in a chroot would.
+        let follow = libc::O_RDONLY | libc::O_DIRECTORY;
+        let mut cur = self.open_in_root(c".", follow, 0)?;
+        for i in 0..comps.len() {
+            let prefix = CString::new(comps[..=i].join("/")).map_err(|_| nul_error())?;
+            match self.open_in_root(&prefix, follow, 0) {
+                Ok(fd) => {
+                    cur = fd;
+                    continue;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => return Err(e),
+            }
+            let name = CString::new(comps[i]).map_err(|_| nul_error())?;
+            match mkdirat(cur.as_fd(), &name, 0o700) {
+                Ok(()) => {
+                    let fd = openat(cur.as_fd(), &name, DIR_FLAGS, 0)?;
+                    self.chown_fd(fd.as_fd())?;
+                    fchmod(fd.as_fd(), mode)?;
+                    cur = fd;
+                }
+                // Made meanwhile, or a dangling link: resolve it in the root.
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    cur = self.open_in_root(&prefix, follow, 0)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(cur)
+    }
+
+    /// A file just opened for writing: must be regular; gets the owner and
+    /// exact mode (after chown, which clears set-id bits).
+    fn finish_created_file(&self, fd: OwnedFd, mode: u32) -> io::Result<File> {
+        let st = fstat(fd.as_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        self.chown_fd(fd.as_fd())?;
+        fchmod(fd.as_fd(), mode)?;
+        Ok(File::from(fd))
+    }
+
+    fn chown_fd(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        let st = fstat(fd)?;
+        if (st.st_uid, st.st_gid) == self.owner {
+            return Ok(());
+        }
+        // SAFETY: fd is an open descriptor borrowed for the call.
+        cvt(unsafe { libc::fchown(fd.as_raw_fd(), self.owner.0, self.owner.1) }).map(drop)
+    }
+
+    fn chown_at(&self, dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+        let st = fstatat_nofollow(dfd, name)?;
+        if (st.st_uid, st.st_gid) == self.owner {
+            return Ok(());
+        }
+        // SAFETY: valid fd and NUL-terminated name; the link is not followed.
+        cvt(unsafe {
+            libc::fchownat(
+                dfd.as_raw_fd(),
+                name.as_ptr(),
+                self.owner.0,
+                self.owner.1,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })
+        .map(drop)
+    }
+}
+
+const DIR_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+const WRITE_FLAGS: libc::c_int = libc::O_WRONLY
+    | libc::O_CREAT
+    | libc::O_TRUNC
+    | libc::O_NOFOLLOW
+    | libc::O_NONBLOCK
+    | libc::O_NOCTTY;
+const READ_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+
+/// One directory being walked: its fd and its entries' names, sorted.
+struct Frame {
+    fd: OwnedFd,
+    rel: String,
+    names: std::vec::IntoIter<CString>,
+}
+
+impl Frame {
+    fn new(fd: OwnedFd, rel: String) -> io::Result<Frame> {
+        let names = list_dir(fd.as_fd(), MAX_ENTRIES + 1)?;
+        Ok(Frame { fd, rel, names: names.into_iter() })
+    }
+
+    fn next_name(&mut self) -> Option<CString> {
+        self.names.next()
+    }
+
+    fn child_rel(&self, name: &CStr) -> String {
+        let name = String::from_utf8_lossy(name.to_bytes());
+        if self.rel.is_empty() {
+            name.into_owned()
+        } else {
+            format!("{}/{}", self.rel, name)
+        }
+    }
+}
+
+fn walk_manifest(top: OwnedFd) -> io::Result<Manifest> {
+    let mut manifest = Manifest::default();
+    let mut stack = vec![Frame::new(top, String::new())?];
+    loop {
+        let depth = stack.len();
+        let Some(frame) = stack.last_mut() else { break };
+        let Some(name) = frame.next_name() else {
+            stack.pop();
+            continue;
+        };
+        if manifest.entries.len() >= MAX_ENTRIES {
+            manifest.truncated = true;
+            break;
+        }
+        let rel = frame.child_rel(&name);
+        let st = match fstatat_nofollow(frame.fd.as_fd(), &name) {
+            Ok(st) => st,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => return Err(context(e, &rel)),
+        };
+        let mode = st.st_mode & 0o7777;
+        let entry = match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => {
+                let (size, sha) = match hash_file(frame.fd.as_fd(), &name, &st) {
+                    Ok(v) => v,
+                    Err(e) if is_absent(&e) => continue,
+                    Err(e) => return Err(context(e, &rel)),
+                };
+                Entry { kind: EntryKind::File, mode, size, sha256: Some(sha), link_target: None }
+            }
+            libc::S_IFLNK => {
+                let target = match readlinkat(frame.fd.as_fd(), &name) {
+                    Ok(t) => t,
+                    Err(e) if is_absent(&e) => continue,
+                    Err(e) => return Err(context(e, &rel)),
+                };
+                Entry {
+                    kind: EntryKind::Symlink,
+                    mode,
+                    size: target.len() as u64,
+                    sha256: None,
+                    link_target: Some(String::from_utf8_lossy(&target).into_owned()),
+                }
+            }
+            libc::S_IFDIR => {
+                if depth > MAX_DEPTH {
+                    manifest.truncated = true;
+                } else {
+                    match openat(frame.fd.as_fd(), &name, DIR_FLAGS, 0) {
+                        Ok(fd) => {
+                            let child =
+                                Frame::new(fd, rel.clone()).map_err(|e| context(e, &rel))?;
+                            stack.push(child);
+                        }
+                        Err(e) if is_absent(&e) => continue,
+                        Err(e) => return Err(context(e, &rel)),
+                    }
+                }
+                Entry { kind: EntryKind::Dir, mode, size: 0, sha256: None, link_target: None }
+            }
+            _ => Entry { kind: EntryKind::Other, mode, size: 0, sha256: None, link_target: None },
+        };
+        manifest.entries.insert(rel, entry);
+    }
+    Ok(manifest)
+}
+
+/// Size and SHA-256 of the regular file `name` in `dfd`, streamed. The file
+/// must still be the one that `expected` describes.
+fn hash_file(dfd: BorrowedFd<'_>, name: &CStr, expected: &libc::stat) -> io::Result<(u64, String)> {
+    let fd = openat(dfd, name, READ_FLAGS, 0)?;
+    let st = fstat(fd.as_fd())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG
+        || (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino)
+    {
+        return Err(io::Error::other("changed while being read"));
+    }
+    let mut file = File::from(fd);
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut size = 0u64;
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    let digest = hasher.finalize();
+    let mut hex = String::with_capacity(64);
+    for b in digest {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    Ok((size, hex))
+}
+
+/// Removes `name` in `dfd`: a directory with everything in it.
+fn remove_entry(dfd: BorrowedFd<'_>, name: &CStr, is_dir: bool, depth: usize) -> io::Result<()> {
+    if !is_dir {
+        return match unlinkat(dfd, name, 0) {
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
+                remove_entry(dfd, name, true, depth)
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            other => other,
+        };
+    }
+    if depth > MAX_DEPTH {
+        return Err(too_deep());
+    }
+    let fd = match openat(dfd, name, DIR_FLAGS, 0) {
+        Ok(fd) => fd,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        // Swapped for a link or a file meanwhile: unlinking never follows it.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
+            return remove_entry(dfd, name, false, depth);
+        }
+        Err(e) => return Err(e),
+    };
+    // Something running may keep adding entries: a few passes, then give up.
+    for _ in 0..3 {
+        for child in list_dir(fd.as_fd(), MAX_ENTRIES)? {
+            let st = match fstatat_nofollow(fd.as_fd(), &child) {
+                Ok(st) => st,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                Err(e) => return Err(e),
+            };
+            let child_is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+            remove_entry(fd.as_fd(), &child, child_is_dir, depth + 1)?;
+        }
+        match unlinkat(dfd, name, libc::AT_REMOVEDIR) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => continue,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            other => return other,
+        }
+    }
+    Err(io::Error::other("directory keeps filling up"))
+}
+
+/// Reopens an `O_PATH` fd of a regular file for reading, through the
+/// harness's own /proc (the very same inode); without /proc, opens the path
+/// again with no link followed and checks it is the same file.
+fn reopen_for_reading(opath: &OwnedFd, rel: &CStr, root: &RootFs) -> io::Result<File> {
+    let proc_path = format!("/proc/self/fd/{}", opath.as_raw_fd());
+    match std::fs::OpenOptions::new().read(true).open(&proc_path) {
+        Ok(f) => return Ok(f),
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        Err(_) => {}
+    }
+    let before = fstat(opath.as_fd())?;
+    let fd = root.open_beneath(rel, READ_FLAGS)?;
+    let st = fstat(fd.as_fd())?;
+    if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino) {
+        return Err(io::Error::other("changed while being opened"));
+    }
+    Ok(File::from(fd))
+}
+
+fn classify_read_error(e: io::Error) -> ReadError {
+    match e.raw_os_error() {
+        Some(libc::ENOENT | libc::ENOTDIR) => ReadError::Missing,
+        Some(libc::ELOOP | libc::EXDEV) => ReadError::SymlinkInPath,
+        _ => ReadError::Io(e),
+    }
+}
+
+/// Not there, for a walk: gone, not a directory, or reached through a link.
+fn is_absent(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::EXDEV))
+}
+
+/// The components of an absolute (or relative) path inside the environment;
+/// `.` and empty components dropped, `..` refused.
+fn components(path: &str) -> io::Result<Vec<&str>> {
+    let mut out = Vec::new();
+    for c in path.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{path:?}: `..` is not allowed"),
+                ))
+            }
+            c if c.contains('\0') => return Err(nul_error()),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+fn rel_cstring(path: &str) -> io::Result<CString> {
+    let comps = components(path)?;
+    let rel = if comps.is_empty() { ".".to_string() } else { comps.join("/") };
+    CString::new(rel).map_err(|_| nul_error())
+}
+
+fn open_host_dir(path: &Path) -> io::Result<OwnedFd> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| nul_error())?;
+    // SAFETY: NUL-terminated path; the result is checked.
+    let fd = cvt(unsafe {
+        libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+    })
+    .map_err(|e| context(e, &path.display().to_string()))?;
+    // SAFETY: open succeeded, the fd is ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn context(e: io::Error, what: &str) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+fn nul_error() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte")
+}
+
+fn too_deep() -> io::Error {
+    io::Error::other(format!("more than {MAX_DEPTH} directory levels"))
+}
+
+fn too_many() -> io::Error {
+    io::Error::other(format!("more than {MAX_ENTRIES} entries"))
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+// Thin wrappers over the *at system calls (std has no fd-relative file API;
+// rustix would do, but libc is already here and these are a few lines each).
+
+fn openat2(
+    dfd: BorrowedFd<'_>,
+    path: &CStr,
+    flags: libc::c_int,
+    mode: u32,
+    resolve: u64,
+) -> io::Result<OwnedFd> {
+    // SAFETY: open_how is plain old data; zero is valid for every field.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.mode = if flags & libc::O_CREAT != 0 { u64::from(mode) } else { 0 };
+    how.resolve = resolve;
+    let mut tries = 0;
+    loop {
+        // SAFETY: valid fd, NUL-terminated path, and a pointer to an open_how
+        // of the size passed.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dfd.as_raw_fd(),
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if r >= 0 {
+            // SAFETY: the kernel returned a new fd that nobody else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(r as libc::c_int) });
+        }
+        let e = io::Error::last_os_error();
+        // EAGAIN: a rename raced the resolution of `..`; the kernel asks to retry.
+        if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN)) && tries < 16 {
+            tries += 1;
+            continue;
+        }
+        return Err(e);
+    }
+}
+
+fn openat(dfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+    loop {
+        // SAFETY: valid fd and NUL-terminated name.
+        let r =
+            unsafe { libc::openat(dfd.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+        if r >= 0 {
+            // SAFETY: the kernel returned a new fd that nobody else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(r) });
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn fstat(fd: BorrowedFd<'_>) -> io::Result<libc::stat> {
+    // SAFETY: stat is plain old data, filled by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and a pointer to a stat buffer.
+    cvt(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    Ok(st)
+}
+
+fn fstatat_nofollow(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::stat> {
+    // SAFETY: stat is plain old data, filled by the kernel.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd, NUL-terminated name, pointer to a stat buffer.
+    cvt(unsafe {
+        libc::fstatat(dfd.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW)
+    })?;
+    Ok(st)
+}
+
+fn fchmod(fd: BorrowedFd<'_>, mode: u32) -> io::Result<()> {
+    // SAFETY: valid fd.
+    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), (mode & 0o7777) as libc::mode_t) }).map(drop)
+}
+
+fn mkdirat(dfd: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: valid fd and NUL-terminated name.
+    cvt(unsafe { libc::mkdirat(dfd.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) }).map(drop)
+}
+
+fn unlinkat(dfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int) -> io::Result<()> {
+    // SAFETY: valid fd and NUL-terminated name.
+    cvt(unsafe { libc::unlinkat(dfd.as_raw_fd(), name.as_ptr(), flags) }).map(drop)
+}
+
+fn symlinkat(target: &CStr, dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: NUL-terminated strings and a valid fd.
+    cvt(unsafe { libc::symlinkat(target.as_ptr(), dfd.as_raw_fd(), name.as_ptr()) }).map(drop)
+}
+
+fn readlinkat(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: valid fd, NUL-terminated name, and a buffer of the length given.
+    let n = unsafe {
+        libc::readlinkat(dfd.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
+}
+
+/// The names in a directory (without `.` and `..`), sorted; at most `limit`.
+fn list_dir(fd: BorrowedFd<'_>, limit: usize) -> io::Result<Vec<CString>> {
+    // fdopendir takes ownership of its fd, so give it a duplicate; rewind,
+    // as the duplicate shares the file offset.
+    let dup = fd.try_clone_to_owned()?;
+    // SAFETY: dup is an open directory fd whose ownership passes to the DIR.
+    let dir = unsafe { libc::fdopendir(dup.as_raw_fd()) };
+    if dir.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    std::mem::forget(dup);
+    // SAFETY: dir is a valid DIR stream until closedir below.
+    unsafe { libc::rewinddir(dir) };
+    let mut names = Vec::new();
+    let result = loop {
+        if names.len() >= limit {
+            break Ok(());
+        }
+        // SAFETY: errno is thread-local; clear it to tell end from error.
+        unsafe { *libc::__errno_location() = 0 };
+        // SAFETY: dir is valid; the entry stays valid until the next readdir.
+        let ent = unsafe { libc::readdir(dir) };
+        if ent.is_null() {
+            let e = io::Error::last_os_error();
+            break if e.raw_os_error().unwrap_or(0) == 0 { Ok(()) } else { Err(e) };
+        }
+        // SAFETY: d_name is NUL-terminated within the entry.
+        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+        if name.to_bytes() != b"." && name.to_bytes() != b".." {
+            names.push(name.to_owned());
+        }
+    };
+    // SAFETY: dir came from fdopendir and is closed once.
+    unsafe { libc::closedir(dir) };
+    result?;
+    names.sort();
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A temporary directory removed on drop.
+    struct Temp(PathBuf);
+
+    impl Temp {
+        fn new() -> Temp {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "cleanroom-rootfs-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Temp(p)
+        }
+
+        fn path(&self) -> &Path {
+            &self.0
+        }
+
+        fn join(&self, rel: &str) -> PathBuf {
+            self.0.join(rel)
+        }
+    }
+
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn write(path: &Path, bytes: &[u8]) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    fn mkfifo(path: &Path) {
+        let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+
+    fn mode_of(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    fn globs(p: &[&str]) -> Globs {
+        Globs::new(&p.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn reads_a_regular_file() {
+        let t = Temp::new();
+        write(&t.join("workspace/out/a.json"), b"{\"x\": 1}");
+        let root = RootFs::open(t.path()).unwrap();
+        assert_eq!(root.read_regular("/workspace/out/a.json", 100).unwrap(), b"{\"x\": 1}");
+        assert_eq!(root.read_regular("workspace//./out/a.json", 8).unwrap().len(), 8);
+        assert!(matches!(
+            root.read_regular("/workspace/out/a.json", 7),
+            Err(ReadError::TooLarge { size: 8 })
+        ));
+    }
+
+    #[test]
+    fn read_reports_missing() {
+        let t = Temp::new();
+        write(&t.join("file"), b"x");
+        let root = RootFs::open(t.path()).unwrap();
+        assert!(matches!(root.read_regular("/nope", 10), Err(ReadError::Missing)));
+        assert!(matches!(root.read_regular("/nope/deeper", 10), Err(ReadError::Missing)));
+        // A path through a regular file.
+        assert!(matches!(root.read_regular("/file/x", 10), Err(ReadError::Missing)));
+        assert_eq!(ReadError::Missing.to_string(), "missing");
+    }
+
+    #[test]
+    fn read_refuses_a_directory_replaced_by_a_link_to_etc() {
+        let t = Temp::new();
+        symlink("/etc", t.join("workspace")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        assert!(matches!(
+            root.read_regular("/workspace/passwd", 1 << 20),
+            Err(ReadError::SymlinkInPath)
+        ));
+        // Even a link that stays inside the root is refused.
+        std::fs::create_dir(t.join("real")).unwrap();
+        write(&t.join("real/f"), b"x");
+        symlink("real", t.join("alias")).unwrap();
+        assert!(matches!(root.read_regular("/alias/f", 10), Err(ReadError::SymlinkInPath)));
+    }
+
+    #[test]
+    fn read_refuses_a_file_that_links_to_etc_passwd() {
+        let t = Temp::new();
+        std::fs::create_dir_all(t.join("out")).unwrap();
+        symlink("/etc/passwd", t.join("out/result.json")).unwrap();
+        symlink("../../../../../../etc/passwd", t.join("out/rel.json")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        for p in ["/out/result.json", "/out/rel.json"] {
+            assert!(matches!(root.read_regular(p, 1 << 20), Err(ReadError::SymlinkInPath)), "{p}");
+        }
+        assert!(root.read_regular("/out/../../etc/passwd", 1 << 20).is_err());
+    }
+
+    #[test]
+    fn read_does_not_block_on_a_fifo() {
+        let t = Temp::new();
+        mkfifo(&t.join("fifo"));
+        let root = RootFs::open(t.path()).unwrap();
+        assert!(matches!(root.read_regular("/fifo", 10), Err(ReadError::NotRegular)));
+        assert!(matches!(root.read_regular("/", 10), Err(ReadError::NotRegular)));
+    }
+
+    #[test]
+    fn read_refuses_a_file_over_the_limit() {
+        let t = Temp::new();
+        let f = File::create(t.join("big")).unwrap();
+        f.set_len(100 << 20).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        match root.read_regular("/big", 64 << 20) {
+            Err(ReadError::TooLarge { size }) => assert_eq!(size, 100 << 20),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(ReadError::TooLarge { size: 5 }.to_string(), "too large: 5 bytes");
+    }
+
+    #[test]
+    fn writes_and_truncates_with_the_mode_given() {
+        let t = Temp::new();
+        std::fs::create_dir(t.join("d")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        root.write_file("/d/f", b"hello world", 0o640).unwrap();
+        root.write_file("/d/f", b"bye", 0o755).unwrap();
+        assert_eq!(std::fs::read(t.join("d/f")).unwrap(), b"bye");
+        assert_eq!(mode_of(&t.join("d/f")), 0o755);
+        assert!(root.write_file("/missing/f", b"x", 0o644).is_err());
+        assert!(root.write_file("/d/../../x", b"x", 0o644).is_err());
+    }
+
+    #[test]
+    fn write_through_a_linked_directory_stays_in_the_root() {
+        let outside = Temp::new();
+        let t = Temp::new();
+        // /tmp in the environment is a link to a host directory outside it.
+        symlink(outside.path(), t.join("tmp")).unwrap();
+        // /etc in the environment is a link to the host's /etc.
+        symlink("/etc", t.join("etc")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        assert!(root.write_file("/tmp/pwned", b"x", 0o644).is_err());
+        assert!(root.create_dir_all("/tmp/sub/dir", 0o755).is_err());
+        assert!(root.write_file("/etc/cleanroom-rootfs-test-pwned", b"x", 0o644).is_err());
+        assert!(root.create_dir_all("/etc/cleanroom-rootfs-test-dir", 0o755).is_err());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+        assert!(!Path::new("/etc/cleanroom-rootfs-test-pwned").exists());
+        assert!(!Path::new("/etc/cleanroom-rootfs-test-dir").exists());
+        // Where the link's target exists inside the root, that is where the
+        // file goes.
+        symlink(outside.path(), t.join("scratch")).unwrap();
+        let mirrored = t.path().join(outside.path().strip_prefix("/").unwrap());
+        std::fs::remove_file(t.join("tmp")).unwrap();
+        std::fs::create_dir_all(&mirrored).unwrap();
+        root.write_file("/scratch/inside", b"x", 0o644).unwrap();
+        assert!(mirrored.join("inside").is_file());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn write_resolves_links_as_if_chrooted() {
+        let t = Temp::new();
+        std::fs::create_dir(t.join("real")).unwrap();
+        symlink("/real", t.join("abs")).unwrap();
+        symlink("real", t.join("rel")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        root.write_file("/abs/a", b"1", 0o644).unwrap();
+        root.write_file("/rel/b", b"2", 0o644).unwrap();
+        assert_eq!(std::fs::read(t.join("real/a")).unwrap(), b"1");
+        assert_eq!(std::fs::read(t.join("real/b")).unwrap(), b"2");
+        root.create_dir_all("/abs/x/y", 0o750).unwrap();
+        assert!(t.join("real/x/y").is_dir());
+        assert_eq!(mode_of(&t.join("real/x/y")), 0o750);
+    }
+
+    #[test]
+    fn write_refuses_a_link_as_the_final_component() {
+        let outside = Temp::new();
+        write(&outside.join("victim"), b"original");
+        let t = Temp::new();
+        symlink(outside.join("victim"), t.join("f")).unwrap();
+        mkfifo(&t.join("fifo"));
+        let root = RootFs::open(t.path()).unwrap();
+        assert!(root.write_file("/f", b"pwned", 0o644).is_err());
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"original");
+        assert_eq!(mode_of(&outside.join("victim")) & 0o777, 0o644);
+        // Neither blocks on a FIFO nor writes into it.
+        assert!(root.write_file("/fifo", b"x", 0o644).is_err());
+    }
+
+    #[test]
+    fn create_dir_all_makes_parents_and_keeps_existing_ones() {
+        let t = Temp::new();
+        std::fs::create_dir(t.join("var")).unwrap();
+        std::fs::set_permissions(t.join("var"), std::fs::Permissions::from_mode(0o711)).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        root.create_dir_all("/var/lib/.cleanroom-x", 0o755).unwrap();
+        root.create_dir_all("/var/lib/.cleanroom-x", 0o700).unwrap();
+        assert_eq!(mode_of(&t.join("var")), 0o711);
+        assert_eq!(mode_of(&t.join("var/lib/.cleanroom-x")), 0o755);
+        write(&t.join("file"), b"");
+        assert!(root.create_dir_all("/file/sub", 0o755).is_err());
+        root.create_dir_all("/", 0o755).unwrap();
+    }
+
+    fn sample_tree(t: &Temp) {
+        write(&t.join("src/run.sh"), b"#!/bin/sh\necho hi\n");
+        std::fs::set_permissions(t.join("src/run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        write(&t.join("src/data/a.csv"), b"x,y\n1,2\n");
+        std::fs::set_permissions(t.join("src/data/a.csv"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        std::fs::create_dir_all(t.join("src/empty")).unwrap();
+        std::fs::set_permissions(t.join("src/empty"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        symlink("data/a.csv", t.join("src/link")).unwrap();
+        write(&t.join("src/checks.toml"), b"secret");
+    }
+
+    #[test]
+    fn copies_a_tree_in_with_modes_and_links() {
+        let host = Temp::new();
+        sample_tree(&host);
+        let t = Temp::new();
+        let root = RootFs::open(t.path()).unwrap();
+        root.copy_tree_in(&host.join("src"), "/workspace/artifact").unwrap();
+        let a = t.join("workspace/artifact");
+        assert_eq!(std::fs::read(a.join("run.sh")).unwrap(), b"#!/bin/sh\necho hi\n");
+        assert_eq!(mode_of(&a.join("run.sh")), 0o755);
+        assert_eq!(mode_of(&a.join("data/a.csv")), 0o600);
+        assert_eq!(mode_of(&a.join("empty")), 0o700);
+        assert_eq!(std::fs::read_link(a.join("link")).unwrap(), Path::new("data/a.csv"));
+        let original = Manifest::of_host_dir(&host.join("src")).unwrap();
+        let copied = root.manifest("/workspace/artifact").unwrap();
+        assert_eq!(original, copied);
+        assert_eq!(copied.entries.len(), 6);
+        assert!(!copied.truncated);
+    }
+
+    #[test]
+    fn copy_skips_what_the_filter_says() {
+        let host = Temp::new();
+        sample_tree(&host);
+        let t = Temp::new();
+        let root = RootFs::open(t.path()).unwrap();
+        root.copy_tree_in_filtered(&host.join("src"), "/v", &|p| p == Path::new("checks.toml"))
+            .unwrap();
+        assert!(!t.join("v/checks.toml").exists());
+        assert!(t.join("v/run.sh").exists());
+    }
+
+    #[test]
+    fn copy_replaces_links_in_the_way_instead_of_writing_through_them() {
+        let outside = Temp::new();
+        write(&outside.join("victim"), b"original");
+        let host = Temp::new();
+        write(&host.join("src/run.sh"), b"new");
+        write(&host.join("src/data/a"), b"new");
+        let t = Temp::new();
+        std::fs::create_dir_all(t.join("dest")).unwrap();
+        symlink(outside.join("victim"), t.join("dest/run.sh")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        root.copy_tree_in(&host.join("src"), "/dest").unwrap();
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"original");
+        assert_eq!(std::fs::read(t.join("dest/run.sh")).unwrap(), b"new");
+        // A linked directory in the way makes the copy fail; nothing is
+        // written outside.
+        std::fs::remove_dir_all(t.join("dest/data")).unwrap();
+        symlink(outside.path(), t.join("dest/data")).unwrap();
+        assert!(root.copy_tree_in(&host.join("src"), "/dest").is_err());
+        assert!(!outside.join("a").exists());
+    }
+
+    #[test]
+    fn manifest_records_kinds_without_following_links() {
+        let t = Temp::new();
+        write(&t.join("a/f"), b"abc");
+        symlink("/etc", t.join("a/etc")).unwrap();
+        mkfifo(&t.join("a/fifo"));
+        let root = RootFs::open(t.path()).unwrap();
+        let m = root.manifest("/a").unwrap();
+        let keys: Vec<_> = m.entries.keys().cloned().collect();
+        assert_eq!(keys, ["etc", "f", "fifo"]);
+        let f = &m.entries["f"];
+        assert_eq!(f.kind, EntryKind::File);
+        assert_eq!(f.size, 3);
+        assert_eq!(
+            f.sha256.as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        assert_eq!(m.entries["etc"].kind, EntryKind::Symlink);
+        assert_eq!(m.entries["etc"].link_target.as_deref(), Some("/etc"));
+        assert_eq!(m.entries["fifo"].kind, EntryKind::Other);
+        // The top itself replaced by a link, or gone: nothing under it.
+        symlink("/etc", t.join("b")).unwrap();
+        assert!(root.manifest("/b").unwrap().entries.is_empty());
+        assert!(root.manifest("/c").unwrap().entries.is_empty());
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), m);
+    }
+
+    #[test]
+    fn manifest_stops_below_the_depth_limit() {
+        let t = Temp::new();
+        let mut p = t.join("top");
+        for _ in 0..MAX_DEPTH + 5 {
+            p = p.join("d");
+        }
+        std::fs::create_dir_all(&p).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        let m = root.manifest("/top").unwrap();
+        assert!(m.truncated);
+        assert!(m.entries.len() <= MAX_DEPTH + 2);
+    }
+
+    #[test]
+    fn removes_matching_paths_only() {
+        let t = Temp::new();
+        write(&t.join("art/results/t.csv"), b"old");
+        write(&t.join("art/results/sub/x"), b"old");
+        write(&t.join("art/src/a.o"), b"");
+        write(&t.join("art/src/deep/b.o"), b"");
+        write(&t.join("art/src/a.c"), b"");
+        let root = RootFs::open(t.path()).unwrap();
+        let removed = root.remove_matching("/art", &globs(&["results/**", "**/*.o"])).unwrap();
+        assert_eq!(removed, ["results/sub", "results/t.csv", "src/a.o", "src/deep/b.o"]);
+        assert!(t.join("art/results").is_dir(), "results/** keeps results itself");
+        assert!(t.join("art/src/a.c").exists());
+        assert!(t.join("art/src/deep").is_dir());
+    }
+
+    #[test]
+    fn removal_never_follows_links() {
+        let outside = Temp::new();
+        write(&outside.join("keep/x"), b"keep");
+        let t = Temp::new();
+        std::fs::create_dir_all(t.join("art/results")).unwrap();
+        symlink(outside.join("keep"), t.join("art/results/link")).unwrap();
+        symlink(outside.join("keep"), t.join("art/out")).unwrap();
+        symlink(outside.path(), t.join("linked-art")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        let removed =
+            root.remove_matching("/art", &globs(&["results/**", "out/**", "out"])).unwrap();
+        assert_eq!(removed, ["out", "results/link"]);
+        assert!(std::fs::symlink_metadata(t.join("art/out")).is_err());
+        assert_eq!(
+            root.remove_matching("/linked-art", &globs(&["**"])).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(std::fs::read(outside.join("keep/x")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn globs_follow_the_task_format() {
+        let g = globs(&["eval/**", "*.log", "data/*.csv"]);
+        assert!(g.is_match("eval/a.py"));
+        assert!(g.is_match("eval/sub/b.py"));
+        assert!(!g.is_match("eval"));
+        assert!(g.is_match_dir("eval"));
+        assert!(g.is_match("run.log"));
+        assert!(!g.is_match("sub/run.log"), "* stays within a segment");
+        assert!(g.is_match("data/a.csv"));
+        assert!(!g.is_match("data/x/a.csv"));
+        assert!(!g.is_match_dir("data"));
+        assert!(g.may_match_below("eval"));
+        assert!(g.may_match_below("eval/deep/er"));
+        assert!(g.may_match_below("data"));
+        assert!(!globs(&["eval/**", "data/*.csv"]).may_match_below("src"));
+        assert!(globs(&["**/*.o"]).may_match_below("any/where"));
+        assert!(globs(&["a/*/c/**"]).may_match_below("a/b/c/d"));
+        assert!(!globs(&["a/*/c/**"]).may_match_below("b"));
+        assert!(Globs::new(&["a/[".to_string()]).is_err());
+        assert!(!Globs::new(&[]).unwrap().is_match("x"));
+    }
+}

@@ -1,1 +1,33 @@
-//! cleanroom-task
+//! The cleanroom task format (version 1): parse, validate, list, and fetch
+//! artifacts. The format is a public contract, described in TASK_FORMAT.md.
+//!
+//! - `load_task` / `load_tasks` read task.toml, instruction.md and
+//!   verify/checks.toml and report every problem as
+//!   `<file>:<line>: <key>: <what is wrong>`.
+//! - `render_list` writes `cleanroom tasks list` in its three formats.
+//! - `materialize_artifact` fills a host directory with the artifact.
+
+mod checks;
+mod checks_toml;
+mod error;
+mod fetch;
+mod harbor;
+mod list;
+mod load;
+mod rules;
+mod spec;
+mod task_toml;
+mod toml_read;
+
+pub use checks::{Check, CheckFile, Comparison, CsvRow, Selector, Stage, Step, VerifySpec};
+pub use error::{LoadError, LoadErrors};
+pub use fetch::{
+    materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions,
+};
+pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
+pub use load::{load_task, load_tasks, Task};
+pub use rules::{build_globset, compile_glob, is_valid_task_id, parse_requirement};
+pub use spec::{
+    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle,
+    Paper, TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
+};

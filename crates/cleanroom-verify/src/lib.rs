@@ -1,1 +1,16 @@
-//! cleanroom-verify
+//! The hidden verification pipeline and its verdict: run the designated
+//! experiment's steps in the environment after the agent phase, judge the
+//! outputs from the host, and list what the agent changed in the artifact.
+
+mod changes;
+mod checks;
+mod pipeline;
+mod verdict;
+
+/// The task format's types that the verifier reads.
+use cleanroom_task as task;
+
+pub use changes::{Change, ChangeKind, Changes};
+pub use checks::{evaluate, expected_text, CheckResult};
+pub use pipeline::{run_pipeline, Pipeline, READ_LIMIT, STEP_PATH};
+pub use verdict::{stage_reached, StepResult, StepStatus, Verdict, VerdictStage};

@@ -1,0 +1,534 @@
+//! Base images for the `sandbox` backend, built here from Debian's own
+//! packages with debootstrap (never pulled from a container registry).
+//!
+//! Layout under the cleanroom home (`$CLEANROOM_HOME`, else
+//! `/var/lib/cleanroom`):
+//!
+//! ```text
+//! images/<name>.lock          flock: one builder per image at a time
+//! images/<name>/image.json    ImageInfo (read-only)
+//! images/<name>/rootfs/       the root file system (top directory read-only)
+//! images/.<name>.tmp-<pid>/   a build in progress, renamed into place when done
+//! ```
+//!
+//! A build happens under an exclusive lock on `<name>.lock`: a second builder
+//! waits, then finds the first one's image and returns it. The image is
+//! made in a temporary directory beside its final place and renamed there in
+//! one step, so a reader sees either no image or a complete one. Leftovers of
+//! builders that died are swept by the next build of the same image.
+//!
+//! Images are cached read-only: the rootfs's top directory and image.json
+//! lose their write bits after the build. The sandbox backend uses the rootfs
+//! only as an overlayfs *lower* layer, which overlayfs never writes (all
+//! changes go to the environment's upper directory), so one image serves any
+//! number of concurrent environments unchanged; its digest (recorded in every
+//! run) stays true. Rebuilding with `force` replaces the image and deletes
+//! the old tree: do not force a rebuild while trials use the image.
+
+mod bootstrap;
+mod digest;
+mod sources;
+
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::EnvError;
+
+pub use digest::tree_digest;
+
+/// The image used when none is named.
+pub const DEFAULT_IMAGE: &str = "debian-12-minimal";
+
+/// How to make one named image.
+#[derive(Debug)]
+pub struct ImageSpec {
+    pub name: &'static str,
+    /// The Debian suite (code name) debootstrap installs; apt in the image
+    /// also gets `<suite>-updates` and `<suite>-security`.
+    pub suite: &'static str,
+    /// debootstrap's `--variant`.
+    pub variant: &'static str,
+    /// Packages added to the variant's set (`--include`).
+    pub include: &'static [&'static str],
+    pub components: &'static [&'static str],
+}
+
+/// Every image cleanroom knows how to build. Add a row to add an image.
+pub const IMAGES: &[ImageSpec] = &[ImageSpec {
+    name: DEFAULT_IMAGE,
+    suite: "bookworm",
+    variant: "minbase",
+    include: &["ca-certificates"],
+    components: &["main"],
+}];
+
+/// The recipe for `name`, or an error that lists the known names.
+pub fn spec(name: &str) -> Result<&'static ImageSpec, EnvError> {
+    IMAGES
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| EnvError::UnknownImage {
+            name: name.to_owned(),
+            known: IMAGES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// What `images/<name>/image.json` records about a built image.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ImageInfo {
+    pub name: String,
+    pub suite: String,
+    pub variant: String,
+    pub mirror: String,
+    /// `sha256:<hex>` over the manifest of the rootfs (see [`tree_digest`]).
+    pub digest: String,
+    /// When the build finished, RFC 3339 in UTC.
+    pub created: String,
+    /// The version of cleanroom that built it.
+    pub tool_version: String,
+}
+
+/// A built base image.
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub name: String,
+    /// The root file system (read-only: an overlay's lower layer).
+    pub root: PathBuf,
+    pub digest: String,
+    pub info: ImageInfo,
+}
+
+/// Where cleanroom keeps images: `$CLEANROOM_HOME`, else `/var/lib/cleanroom`.
+pub fn cleanroom_home() -> PathBuf {
+    std::env::var_os("CLEANROOM_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/lib/cleanroom"))
+}
+
+/// The image `name` if it has been built (in [`cleanroom_home`]).
+pub fn lookup(name: &str) -> Result<Option<Image>, EnvError> {
+    lookup_in(&cleanroom_home(), name)
+}
+
+/// Builds the image `name` from `mirror` (else the host's configured Debian
+/// mirror). Without `force`, an image that is already built is returned as
+/// it is. `progress` receives short lines about each step.
+pub fn build(
+    name: &str,
+    mirror: Option<&str>,
+    force: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Image, EnvError> {
+    build_in(
+        &cleanroom_home(),
+        name,
+        mirror,
+        force,
+        &Host::system(),
+        &mut bootstrap::populate,
+        progress,
+    )
+}
+
+/// The image `name`, built first if it is not yet (a run's first use builds
+/// it).
+pub fn ensure(
+    name: &str,
+    mirror: Option<&str>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Image, EnvError> {
+    ensure_in(
+        &cleanroom_home(),
+        name,
+        mirror,
+        &Host::system(),
+        &mut bootstrap::populate,
+        progress,
+    )
+}
+
+/// The host files a build reads (a parameter so tests can substitute them).
+struct Host {
+    /// Holds `sources.list` and `sources.list.d/`.
+    apt_dir: PathBuf,
+    /// Extra CA certificates (`**/*.crt`) to trust inside the image.
+    ca_dir: PathBuf,
+}
+
+impl Host {
+    fn system() -> Self {
+        Host {
+            apt_dir: PathBuf::from("/etc/apt"),
+            ca_dir: PathBuf::from(bootstrap::HOST_CA_DIR),
+        }
+    }
+}
+
+/// Makes a configured rootfs at its first argument (the real one is
+/// [`bootstrap::populate`]; tests use fast fakes).
+type Populate<'a> =
+    dyn FnMut(&Path, &bootstrap::Plan, &Path, &mut dyn FnMut(&str)) -> Result<(), EnvError> + 'a;
+
+fn lookup_in(home: &Path, name: &str) -> Result<Option<Image>, EnvError> {
+    spec(name)?;
+    let dir = images_dir(home)?.join(name);
+    let json = dir.join("image.json");
+    let text = match std::fs::read_to_string(&json) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(EnvError::io(format!("reading {}", json.display()), e)),
+    };
+    let damaged = |why: String| {
+        EnvError::Image(format!(
+            "{}: {why}; rebuild the image with `cleanroom image build --image {name}`",
+            json.display()
+        ))
+    };
+    let info: ImageInfo = serde_json::from_str(&text).map_err(|e| damaged(e.to_string()))?;
+    if info.name != name {
+        return Err(damaged(format!("it describes image `{}`", info.name)));
+    }
+    let root = dir.join("rootfs");
+    if !root.is_dir() {
+        return Err(EnvError::NoImage(root));
+    }
+    Ok(Some(Image {
+        name: name.to_owned(),
+        root,
+        digest: info.digest.clone(),
+        info,
+    }))
+}
+
+fn ensure_in(
+    home: &Path,
+    name: &str,
+    mirror: Option<&str>,
+    host: &Host,
+    populate: &mut Populate<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Image, EnvError> {
+    match lookup_in(home, name)? {
+        Some(image) => Ok(image),
+        None => build_in(home, name, mirror, false, host, populate, progress),
+    }
+}
+
+fn build_in(
+    home: &Path,
+    name: &str,
+    mirror: Option<&str>,
+    force: bool,
+    host: &Host,
+    populate: &mut Populate<'_>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Image, EnvError> {
+    let spec = spec(name)?;
+    let images = images_dir(home)?;
+    std::fs::create_dir_all(&images)
+        .map_err(|e| EnvError::io(format!("creating {}", images.display()), e))?;
+    let _lock = lock(&images.join(format!("{name}.lock")), name, progress)?;
+    if !force {
+        // Another builder may have finished while this one waited.
+        if let Ok(Some(image)) = lookup_in(home, name) {
+            progress(&format!("image {name} is already built ({})", image.digest));
+            return Ok(image);
+        }
+    }
+    sweep(&images, name)?;
+    let plan = plan(spec, mirror, host)?;
+
+    let tmp = images.join(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::create_dir(&tmp)
+        .map_err(|e| EnvError::io(format!("creating {}", tmp.display()), e))?;
+    let mut cleanup = RemoveOnDrop(Some(tmp.clone()));
+    let rootfs = tmp.join("rootfs");
+    populate(&rootfs, &plan, &host.ca_dir, progress)?;
+    let left = mounts_under(&tmp)?;
+    if !left.is_empty() {
+        return Err(EnvError::Image(format!(
+            "mounts left under {} after the build: {left:?}",
+            tmp.display()
+        )));
+    }
+
+    progress("computing the image digest");
+    let digest = tree_digest(&rootfs)?;
+    let info = ImageInfo {
+        name: name.to_owned(),
+        suite: spec.suite.to_owned(),
+        variant: spec.variant.to_owned(),
+        mirror: plan.mirror.clone(),
+        digest: digest.clone(),
+        created: rfc3339_utc(SystemTime::now()),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let json = tmp.join("image.json");
+    let mut text = serde_json::to_string_pretty(&info).expect("ImageInfo serializes");
+    text.push('\n');
+    write_synced(&json, text.as_bytes())?;
+    remove_write_bits(&json)?;
+    remove_write_bits(&rootfs)?;
+
+    let dest = images.join(name);
+    let old = images.join(format!(".{name}.old-{}", std::process::id()));
+    let replacing = std::fs::symlink_metadata(&dest).is_ok();
+    if replacing {
+        rename(&dest, &old)?;
+    }
+    if let Err(e) = rename(&tmp, &dest) {
+        if replacing {
+            let _ = std::fs::rename(&old, &dest);
+        }
+        return Err(e);
+    }
+    cleanup.0 = None;
+    sync_dir(&images);
+    if replacing {
+        remove_tree(&old)?;
+    }
+    progress(&format!("image {name} ready ({digest})"));
+    let root = dest.join("rootfs");
+    Ok(Image {
+        name: name.to_owned(),
+        root,
+        digest,
+        info,
+    })
+}
+
+/// `<home>/images`, as an absolute path.
+fn images_dir(home: &Path) -> Result<PathBuf, EnvError> {
+    std::path::absolute(home.join("images"))
+        .map_err(|e| EnvError::io(format!("resolving {}", home.display()), e))
+}
+
+/// The mirror (given, else the host's) and the host's security archive.
+fn plan(
+    spec: &'static ImageSpec,
+    mirror: Option<&str>,
+    host: &Host,
+) -> Result<bootstrap::Plan, EnvError> {
+    let entries = sources::host_sources(&host.apt_dir);
+    let mirror = match mirror {
+        Some(given) => sources::normalize_http_uri(given).ok_or_else(|| {
+            EnvError::Image(format!(
+                "--mirror {given:?} is not an http:// or https:// URL"
+            ))
+        })?,
+        None => sources::pick_mirror(&entries, spec.suite).ok_or_else(|| {
+            EnvError::Image(format!(
+                "no Debian mirror is configured in {0}/sources.list or {0}/sources.list.d/ \
+                 (a `deb` source over http(s) whose path ends in /debian): pass --mirror URL",
+                host.apt_dir.display()
+            ))
+        })?,
+    };
+    let security = sources::pick_security(&entries, spec.suite);
+    Ok(bootstrap::Plan {
+        spec,
+        mirror,
+        security,
+    })
+}
+
+/// Takes the exclusive lock at `path`, saying so when it has to wait.
+fn lock(
+    path: &Path,
+    name: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<std::fs::File, EnvError> {
+    let err = |e| EnvError::io(format!("locking {}", path.display()), e);
+    let file = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(err)?;
+    // SAFETY: flock on a descriptor that `file` owns for the whole call.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(file);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+        return Err(err(e));
+    }
+    progress(&format!("waiting for another build of image {name}"));
+    loop {
+        // SAFETY: as above.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(file);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(err(e));
+        }
+    }
+}
+
+/// Removes what builders of `name` that died left behind (the caller holds
+/// the lock, so no live builder owns them).
+fn sweep(images: &Path, name: &str) -> Result<(), EnvError> {
+    let tmp = format!(".{name}.tmp-");
+    let old = format!(".{name}.old-");
+    let read = std::fs::read_dir(images)
+        .map_err(|e| EnvError::io(format!("reading {}", images.display()), e))?;
+    for entry in read.filter_map(|e| e.ok()) {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        if file_name.starts_with(&tmp) || file_name.starts_with(&old) {
+            remove_tree(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the directory tree at `path`, refusing if anything is mounted
+/// inside it (deleting through a bind mount of /dev would be a disaster).
+fn remove_tree(path: &Path) -> Result<(), EnvError> {
+    let left = mounts_under(path)?;
+    if !left.is_empty() {
+        return Err(EnvError::Image(format!(
+            "refusing to remove {}: mounted inside: {left:?}",
+            path.display()
+        )));
+    }
+    for dir in [path.to_path_buf(), path.join("rootfs")] {
+        if let Ok(meta) = std::fs::symlink_metadata(&dir) {
+            if meta.is_dir() {
+                let _ = std::fs::set_permissions(
+                    &dir,
+                    std::fs::Permissions::from_mode(meta.mode() | 0o700),
+                );
+            }
+        }
+    }
+    match std::fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(EnvError::io(format!("removing {}", path.display()), e)),
+    }
+}
+
+/// Mount points of this process's mount namespace at or below `path`.
+fn mounts_under(path: &Path) -> Result<Vec<PathBuf>, EnvError> {
+    let path = match std::fs::canonicalize(path) {
+        Ok(p) => p,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(EnvError::io(format!("resolving {}", path.display()), e)),
+    };
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| EnvError::io("reading /proc/self/mountinfo", e))?;
+    Ok(parse_mount_points(&text)
+        .into_iter()
+        .filter(|m| m.starts_with(&path))
+        .collect())
+}
+
+/// The mount points (fifth field, octal escapes undone) of mountinfo text.
+fn parse_mount_points(text: &str) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    text.lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| {
+            let bytes = field.as_bytes();
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut i = 0;
+            while i < bytes.len() {
+                let octal = bytes
+                    .get(i + 1..i + 4)
+                    .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+                if let Some(d) = octal {
+                    out.push((d[0] - b'0') * 64 + (d[1] - b'0') * 8 + (d[2] - b'0'));
+                    i += 4;
+                } else {
+                    out.push(bytes[i]);
+                    i += 1;
+                }
+            }
+            PathBuf::from(std::ffi::OsString::from_vec(out))
+        })
+        .collect()
+}
+
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            let _ = remove_tree(&path);
+        }
+    }
+}
+
+fn rename(from: &Path, to: &Path) -> Result<(), EnvError> {
+    std::fs::rename(from, to).map_err(|e| {
+        EnvError::io(
+            format!("renaming {} to {}", from.display(), to.display()),
+            e,
+        )
+    })
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), EnvError> {
+    let err = |e| EnvError::io(format!("writing {}", path.display()), e);
+    let mut file = std::fs::File::create(path).map_err(err)?;
+    file.write_all(bytes).map_err(err)?;
+    file.sync_all().map_err(err)
+}
+
+fn remove_write_bits(path: &Path) -> Result<(), EnvError> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
+    std::fs::set_permissions(
+        path,
+        std::fs::Permissions::from_mode(meta.mode() & 0o7777 & !0o222),
+    )
+    .map_err(|e| EnvError::io(format!("making {} read-only", path.display()), e))
+}
+
+/// Best effort: makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// `t` as RFC 3339 in UTC with whole seconds, e.g. `2025-05-20T08:30:00Z`.
+/// Written by hand: a calendar crate for one timestamp is not worth it.
+fn rfc3339_utc(t: SystemTime) -> String {
+    let secs = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_secs() as i64,
+        Err(e) => -(e.duration().as_secs() as i64),
+    };
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// The proleptic Gregorian date of a count of days since 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365], from March 1st
+    let mp = (5 * doy + 2) / 153; // [0, 11], March = 0
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests;

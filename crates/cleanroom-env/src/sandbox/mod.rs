@@ -1,0 +1,273 @@
+//! The `sandbox` backend: no daemon, real namespaces.
+//!
+//! One environment is:
+//! - a directory `<home>/envs/<id>/` holding an `owner` file (the harness
+//!   process that made it, so a later command can sweep what a dead run
+//!   left), a sparse ext4 image `disk.img` (the disk limit), and the mount
+//!   points `disk/` and `root/`;
+//! - a mount keeper (keeper.rs) whose private mount namespace holds the
+//!   loop-mounted disk and the overlayfs root (image below, disk above);
+//! - a cgroup (cgroup.rs) with the memory, process and CPU limits;
+//! - while a phase runs, a bubblewrap holder (phase.rs) with fresh PID, IPC,
+//!   UTS, network and cgroup namespaces, and commands entered into it
+//!   (spawn.rs).
+
+mod caps;
+mod cgroup;
+mod keeper;
+mod phase;
+mod spawn;
+mod sweep;
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::backend::{
+    Backend, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Network,
+};
+use crate::cancel::CancelToken;
+use crate::error::EnvError;
+use crate::rootfs::RootFs;
+
+pub use sweep::{sweep, SweepReport};
+
+pub struct SandboxBackend {
+    home: PathBuf,
+}
+
+impl SandboxBackend {
+    /// A backend keeping its environments under `<home>/envs`.
+    pub fn new(home: &Path) -> Result<SandboxBackend, EnvError> {
+        for tool in ["bwrap", "unshare", "mkfs.ext4", "slirp4netns", "ip"] {
+            if host_tool(tool).is_none() {
+                return Err(EnvError::Phase(format!(
+                    "`{tool}` not found: the sandbox backend needs bubblewrap, util-linux, e2fsprogs, slirp4netns and iproute2 (see the README)"
+                )));
+            }
+        }
+        let envs = home.join("envs");
+        std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
+        Ok(SandboxBackend { home: home.to_path_buf() })
+    }
+}
+
+/// A host program by absolute path: commands run with a cleared
+/// environment, so PATH cannot be relied on.
+pub(crate) fn host_tool(tool: &str) -> Option<PathBuf> {
+    ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(tool))
+        .find(|p| p.exists())
+}
+
+impl Backend for SandboxBackend {
+    fn name(&self) -> &'static str {
+        "sandbox"
+    }
+
+    fn cannot_provide(&self, gpus: u32, qemu: bool) -> Option<String> {
+        if gpus > 0 {
+            return Some("gpus: the sandbox backend has no GPU".into());
+        }
+        if qemu {
+            return Some("qemu: the sandbox backend does not boot virtual machines".into());
+        }
+        None
+    }
+
+    fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
+        Ok(Box::new(SandboxEnv::create(&self.home, spec)?))
+    }
+}
+
+pub struct SandboxEnv {
+    id: String,
+    dir: PathBuf,
+    cgroup: cgroup::Cgroup,
+    limits: Limits,
+    keeper: Option<keeper::Keeper>,
+    root: Option<RootFs>,
+    phase: Option<phase::Holder>,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl SandboxEnv {
+    fn create(home: &Path, spec: &EnvSpec) -> Result<SandboxEnv, EnvError> {
+        if !spec.image_root.join("usr").is_dir() {
+            return Err(EnvError::NoImage(spec.image_root.clone()));
+        }
+        let me = sweep::Owner::current();
+        let id = format!("{}-{}-{}", me.pid, me.start_time, COUNTER.fetch_add(1, Ordering::Relaxed));
+        let dir = home.join("envs").join(&id);
+        std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
+        // The owner is written first: a sweep never removes a live run's files.
+        me.write(&dir)?;
+        let cgroup = match cgroup::Cgroup::create(&id, spec.memory_mb, spec.pids_max, spec.cpus) {
+            Ok(cg) => cg,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        let mut env = SandboxEnv {
+            id,
+            dir,
+            limits: cgroup.limits,
+            cgroup,
+            keeper: None,
+            root: None,
+            phase: None,
+        };
+        env.limits.disk = LimitState::Enforced;
+        env.check_limits(spec.allow_unlimited)?;
+        env.make_disk(spec.disk_mb)?;
+        let (disk, merged) = (env.dir.join("disk"), env.dir.join("root"));
+        let keeper = keeper::Keeper::start(&env.dir.join("disk.img"), &disk, &spec.image_root, &merged)?;
+        env.root = Some(
+            RootFs::open(&keeper.root_path)
+                .map_err(|e| EnvError::io(format!("open {}", keeper.root_path.display()), e))?,
+        );
+        env.keeper = Some(keeper);
+        Ok(env)
+    }
+
+    fn check_limits(&self, allow_unlimited: bool) -> Result<(), EnvError> {
+        if allow_unlimited {
+            return Ok(());
+        }
+        for (name, state) in [("memory", self.limits.memory), ("pids", self.limits.pids)] {
+            if state == LimitState::Unenforced {
+                return Err(EnvError::LimitUnavailable {
+                    limit: name,
+                    why: "no usable cgroup controller".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A sparse file of the disk limit's size, formatted ext4: what the
+    /// environment writes lands there, so it can write no more.
+    fn make_disk(&self, disk_mb: u64) -> Result<(), EnvError> {
+        let image = self.dir.join("disk.img");
+        let file = std::fs::File::create(&image).map_err(|e| EnvError::io(image.display().to_string(), e))?;
+        file.set_len(disk_mb.max(64) * 1024 * 1024)
+            .map_err(|e| EnvError::io(image.display().to_string(), e))?;
+        for d in ["disk", "root"] {
+            let p = self.dir.join(d);
+            std::fs::create_dir(&p).map_err(|e| EnvError::io(p.display().to_string(), e))?;
+        }
+        let out = Command::new(tool("mkfs.ext4"))
+            .args(["-q", "-F", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", "-m", "0"])
+            .arg(&image)
+            .env_clear()
+            .output()
+            .map_err(|e| EnvError::io("run mkfs.ext4", e))?;
+        if !out.status.success() {
+            return Err(EnvError::Command {
+                program: "mkfs.ext4".into(),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    fn teardown(&mut self) -> Result<(), EnvError> {
+        let mut first_err = None;
+        let mut note = |r: Result<(), EnvError>| {
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        };
+        if self.phase.is_some() {
+            note(self.end_phase());
+        }
+        self.root = None;
+        if let Some(mut k) = self.keeper.take() {
+            note(k.stop());
+        }
+        note(self.cgroup.kill_all());
+        note(self.cgroup.remove());
+        if self.dir.exists() {
+            note(std::fs::remove_dir_all(&self.dir).map_err(|e| EnvError::io(format!("remove {}", self.dir.display()), e)));
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+impl Environment for SandboxEnv {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn root(&self) -> &RootFs {
+        self.root.as_ref().expect("the root is open until destroy")
+    }
+
+    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {
+        if self.phase.is_some() {
+            return Err(EnvError::Phase("a phase is already running".into()));
+        }
+        let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        let merged = self.dir.join("root");
+        self.phase = Some(phase::Holder::start(keeper.pid(), &merged, network, &self.cgroup.procs_files())?);
+        Ok(())
+    }
+
+    fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
+        let holder = self.phase.as_ref().ok_or_else(|| EnvError::Phase("no phase is running".into()))?;
+        let procs = self.cgroup.procs_files();
+        spawn::run(&spawn::Target { holder_pid: holder.pid, cgroup_procs: &procs }, req, cancel)
+    }
+
+    fn end_phase(&mut self) -> Result<(), EnvError> {
+        if let Some(mut holder) = self.phase.take() {
+            holder.stop()?;
+        }
+        self.cgroup.kill_all()
+    }
+
+    fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {
+        self.teardown()
+    }
+}
+
+impl Drop for SandboxEnv {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}
+
+/// A host program that `SandboxBackend::new` checked is there.
+pub(crate) fn tool(name: &str) -> PathBuf {
+    host_tool(name).unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Joins the cgroups whose `cgroup.procs` files are open as `fds`; for use
+/// between fork and exec (raw system calls only).
+pub(crate) fn join_cgroups(fds: &[i32]) -> std::io::Result<()> {
+    for fd in fds {
+        // SAFETY: writing "0" (this process) to an open cgroup.procs file.
+        if unsafe { libc::write(*fd, b"0".as_ptr().cast(), 1) } != 1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd), EnvError> {
+    let mut fds = [0; 2];
+    // SAFETY: fds has room for the two descriptors.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(EnvError::io("pipe", std::io::Error::last_os_error()));
+    }
+    // SAFETY: pipe2 succeeded; both fds are new and owned here.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}

@@ -1,0 +1,107 @@
+//! Removing what a dead run left behind. Mounts cannot outlive a run (they
+//! live in the keeper's namespace); cgroups, processes that escaped a kill
+//! and environment directories can, when the harness is killed with
+//! SIGKILL. Each command sweeps them before it starts.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::EnvError;
+use crate::sandbox::cgroup;
+
+/// A process identified by pid and start time, so a recycled pid is not
+/// mistaken for the run that made an environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Owner {
+    pub pid: u32,
+    pub start_time: u64,
+}
+
+fn start_time_of(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22, counted after the parenthesised command name.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+impl Owner {
+    pub fn current() -> Owner {
+        let pid = std::process::id();
+        Owner { pid, start_time: start_time_of(pid).unwrap_or(0) }
+    }
+
+    pub fn write(&self, env_dir: &Path) -> Result<(), EnvError> {
+        let path = env_dir.join("owner");
+        std::fs::write(&path, format!("{} {}\n", self.pid, self.start_time))
+            .map_err(|e| EnvError::io(path.display().to_string(), e))
+    }
+
+    fn read(env_dir: &Path) -> Option<Owner> {
+        let text = std::fs::read_to_string(env_dir.join("owner")).ok()?;
+        let mut it = text.split_whitespace();
+        Some(Owner { pid: it.next()?.parse().ok()?, start_time: it.next()?.parse().ok()? })
+    }
+
+    fn is_alive(&self) -> bool {
+        start_time_of(self.pid) == Some(self.start_time)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct SweepReport {
+    /// Environments of dead runs that were removed.
+    pub environments: Vec<String>,
+}
+
+/// Removes every environment under `<home>/envs` whose owner is dead, and
+/// every cleanroom cgroup without a live environment.
+pub fn sweep(home: &Path) -> Result<SweepReport, EnvError> {
+    let mut report = SweepReport::default();
+    let envs = home.join("envs");
+    let mut live = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&envs) {
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let id = entry.file_name().to_string_lossy().into_owned();
+            match Owner::read(&dir) {
+                Some(owner) if owner.is_alive() => live.push(id),
+                // An env dir whose owner file is not written yet is young:
+                // only remove it once its id names a dead process.
+                None if owner_in_id_alive(&id) => live.push(id),
+                _ => {
+                    remove_env(&dir, &id)?;
+                    report.environments.push(id);
+                }
+            }
+        }
+    }
+    for parent in cgroup_parents() {
+        let Ok(entries) = std::fs::read_dir(&parent) else { continue };
+        for entry in entries.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if entry.path().is_dir() && !live.contains(&id) && !owner_in_id_alive(&id) {
+                cgroup::kill_all_in(&[entry.path()])?;
+                cgroup::remove_dirs(&[entry.path()])?;
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Environment ids start with the owner's pid and start time.
+fn owner_in_id_alive(id: &str) -> bool {
+    let mut it = id.split('-');
+    let owner = (|| Some(Owner { pid: it.next()?.parse().ok()?, start_time: it.next()?.parse().ok()? }))();
+    owner.is_some_and(|o| o.is_alive())
+}
+
+fn cgroup_parents() -> Vec<PathBuf> {
+    let probe = cgroup::dirs_of("probe");
+    probe.iter().filter_map(|d| d.parent().map(Path::to_path_buf)).collect()
+}
+
+fn remove_env(dir: &Path, id: &str) -> Result<(), EnvError> {
+    let dirs = cgroup::dirs_of(id);
+    cgroup::kill_all_in(&dirs)?;
+    cgroup::remove_dirs(&dirs)?;
+    std::fs::remove_dir_all(dir).map_err(|e| EnvError::io(format!("remove {}", dir.display()), e))
+}

@@ -1,0 +1,228 @@
+//! The sandbox backend, for real: namespaces, overlayfs, cgroups, NAT.
+//! Needs root and the base image (built on first use, about a minute).
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use cleanroom_env::sandbox::SandboxBackend;
+use cleanroom_env::{
+    image, Backend, CancelToken, EnvSpec, Environment, ExecRequest, ExitStatus, LimitState,
+    Network,
+};
+
+fn image_root() -> PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        image::ensure(image::DEFAULT_IMAGE, None, &mut |_| {}).expect("base image").root
+    })
+    .clone()
+}
+
+fn spec() -> EnvSpec {
+    EnvSpec {
+        image_root: image_root(),
+        cpus: 2,
+        memory_mb: 512,
+        disk_mb: 256,
+        pids_max: 256,
+        allow_unlimited: false,
+    }
+}
+
+fn home() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cleanroom-env-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn env_with(spec: &EnvSpec) -> Box<dyn Environment> {
+    SandboxBackend::new(&home()).unwrap().create(spec).expect("create environment")
+}
+
+fn sh(env: &dyn Environment, script: &str) -> (ExitStatus, String) {
+    let mut req = ExecRequest::login_shell(script, "/", vec![("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into())]);
+    req.timeout = Some(Duration::from_secs(60));
+    let out = env.exec(&req, &CancelToken::new().unwrap()).expect("exec");
+    (out.status, out.combined.to_string_lossy())
+}
+
+/// Host processes whose command line holds `marker`.
+fn host_processes_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(marker))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[test]
+fn commands_run_and_report_their_own_status() {
+    let mut env = env_with(&spec());
+    assert_eq!(env.limits().memory, LimitState::Enforced);
+    assert_eq!(env.limits().disk, LimitState::Enforced);
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "echo out; echo err >&2; hostname; echo $$; exit 3");
+    assert_eq!(status, ExitStatus::Exited(3));
+    assert!(out.contains("out\nerr\ncleanroom\n"), "{out}");
+    let (status, _) = sh(env.as_ref(), "kill -9 $$");
+    assert_eq!(status, ExitStatus::Signaled(9));
+    env.end_phase().unwrap();
+    env.destroy().unwrap();
+}
+
+#[test]
+fn files_persist_across_phases_and_are_reachable_from_the_host() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    env.root().create_dir_all("/workspace/in", 0o755).unwrap();
+    env.root().write_file("/workspace/in/note.txt", b"from host\n", 0o644).unwrap();
+    let (status, out) = sh(env.as_ref(), "cat /workspace/in/note.txt; echo made > /tmp/made.txt");
+    assert!(status.success() && out.contains("from host"), "{out}");
+    env.end_phase().unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (_, out) = sh(env.as_ref(), "cat /tmp/made.txt");
+    assert_eq!(out, "made\n");
+    assert_eq!(env.root().read_regular("/tmp/made.txt", 100).unwrap(), b"made\n");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn ending_a_phase_kills_detached_processes() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let marker = format!("cleanroom-detached-{}", std::process::id());
+    let (status, _) = sh(
+        env.as_ref(),
+        &format!("setsid nohup bash -c 'exec -a {marker} sleep 1000' >/dev/null 2>&1 & disown; (exec -a {marker} sleep 1000 &) ; exit 0"),
+    );
+    assert!(status.success());
+    assert!(!host_processes_with(&marker).is_empty(), "the detached processes should run");
+    env.end_phase().unwrap();
+    assert!(host_processes_with(&marker).is_empty(), "detached processes outlived the phase");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn the_walls_hold() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (_, out) = sh(env.as_ref(), "grep CapBnd /proc/self/status");
+    assert_eq!(out.trim(), "CapBnd:\t00000000a00405fb", "only the kept capabilities");
+    for attempt in [
+        "mknod /tmp/disk b 8 0",
+        "echo 1 > /proc/sys/kernel/sysrq",
+        "echo x > /proc/sys/kernel/hostname",
+        "echo 1 > /sys/kernel/mm/ksm/run",
+        "mount -t tmpfs none /mnt",
+        "ls /sys/fs/cgroup/memory",
+        "cat /dev/vda",
+        "nsenter -t 1 -m true",
+        "ip link set lo down",
+    ] {
+        let (status, out) = sh(env.as_ref(), attempt);
+        assert!(!status.success(), "`{attempt}` succeeded inside the environment: {out}");
+    }
+    let (_, devs) = sh(env.as_ref(), "ls /dev");
+    assert!(!devs.contains("vda") && !devs.contains("sda") && !devs.contains("loop"), "{devs}");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn outbound_network_reaches_registries_but_not_the_host() {
+    let loopback = TcpListener::bind("127.0.0.1:0").unwrap();
+    let any = TcpListener::bind("0.0.0.0:0").unwrap();
+    let host_ip = std::process::Command::new("hostname").arg("-I").output().unwrap();
+    let host_ip = String::from_utf8_lossy(&host_ip.stdout).split_whitespace().next().unwrap().to_string();
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::Outbound).unwrap();
+    let (status, out) = sh(env.as_ref(), "exec 3<>/dev/tcp/pypi.org/443 && echo connected");
+    assert!(status.success(), "no outbound network: {out}");
+    for (addr, port) in [
+        ("10.0.2.2", loopback.local_addr().unwrap().port()),
+        ("10.0.2.2", any.local_addr().unwrap().port()),
+        (host_ip.as_str(), any.local_addr().unwrap().port()),
+        ("169.254.169.254", 80),
+    ] {
+        let (status, out) = sh(env.as_ref(), &format!("timeout 5 bash -c 'exec 3<>/dev/tcp/{addr}/{port}' && echo connected"));
+        assert!(!status.success(), "reached {addr}:{port} from inside: {out}");
+    }
+    env.end_phase().unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, _) = sh(env.as_ref(), "timeout 5 bash -c 'exec 3<>/dev/tcp/pypi.org/443'");
+    assert!(!status.success(), "a loopback-only phase reached the network");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn memory_disk_and_process_limits_are_enforced() {
+    let mut small = spec();
+    small.memory_mb = 128;
+    small.disk_mb = 64;
+    small.pids_max = 64;
+    let mut env = env_with(&small);
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, _) = sh(env.as_ref(), "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo ${#x}");
+    assert!(!status.success(), "400 MB held under a 128 MB limit");
+    let (status, out) = sh(env.as_ref(), "dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>&1");
+    assert!(!status.success() && out.contains("No space left"), "{out}");
+    let (_, out) = sh(env.as_ref(), "for i in $(seq 100); do sleep 30 & done 2>&1; jobs | wc -l");
+    assert!(out.contains("Resource temporarily unavailable") || out.contains("fork"), "{out}");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn timeouts_and_cancellation_kill_the_command() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let mut req = ExecRequest::login_shell("trap '' TERM; sleep 1000", "/", vec![]);
+    req.timeout = Some(Duration::from_millis(300));
+    req.grace = Duration::from_millis(200);
+    let out = env.exec(&req, &CancelToken::new().unwrap()).unwrap();
+    assert_eq!(out.status, ExitStatus::TimedOut);
+    assert!(out.duration < Duration::from_secs(20));
+
+    let cancel = CancelToken::new().unwrap();
+    cancel.cancel();
+    let req = ExecRequest::login_shell("sleep 1000", "/", vec![]);
+    let out = env.exec(&req, &cancel).unwrap();
+    assert_eq!(out.status, ExitStatus::Cancelled);
+    env.destroy().unwrap();
+}
+
+#[test]
+fn output_floods_are_bounded() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let mut req = ExecRequest::login_shell("head -c 50000000 /dev/zero | tr '\\0' x; echo; echo END", "/", vec![]);
+    req.output_limit = 1 << 16;
+    let out = env.exec(&req, &CancelToken::new().unwrap()).unwrap();
+    assert!(out.status.success());
+    assert_eq!(out.stdout.total_bytes(), 50_000_005);
+    assert!(out.stdout.to_bytes().len() < (1 << 16) + 100);
+    assert!(out.stdout.to_string_lossy().ends_with("x\nEND\n"));
+    env.destroy().unwrap();
+}
+
+#[test]
+fn destroy_leaves_nothing_on_the_host() {
+    let home = home();
+    let mut env = env_with(&spec());
+    let id = env.id().to_string();
+    env.begin_phase(Network::Outbound).unwrap();
+    sh(env.as_ref(), "sleep 1000 & echo started");
+    env.destroy().unwrap();
+    assert!(!home.join("envs").join(&id).exists(), "environment directory left behind");
+    let mut mounts = String::new();
+    std::fs::File::open("/proc/self/mountinfo").unwrap().read_to_string(&mut mounts).unwrap();
+    assert!(!mounts.contains(&id), "mount left behind");
+    assert!(!std::path::Path::new("/sys/fs/cgroup/memory/cleanroom").join(&id).exists());
+    assert!(!std::path::Path::new("/sys/fs/cgroup/cleanroom").join(&id).exists());
+}

@@ -1,0 +1,119 @@
+//! verify/checks.toml as typed data: the steps of the designated experiment
+//! and the checks that judge its outputs.
+
+use serde::{Serialize, Serializer};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifySpec {
+    pub steps: Vec<Step>,
+    pub checks: Vec<Check>,
+}
+
+/// One `[[step]]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    pub name: String,
+    pub stage: Stage,
+    /// A shell command, run with `bash -lc`.
+    pub run: String,
+    /// None: what is left of `verify.timeout_sec`.
+    pub timeout_sec: Option<u64>,
+    /// Globs relative to `artifact.dest`, removed before the step.
+    pub clean: Vec<String>,
+}
+
+/// A step's stage; stages never decrease along the steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    Setup,
+    Build,
+    Run,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 3] = [Stage::Setup, Stage::Build, Stage::Run];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Setup => "setup",
+            Stage::Build => "build",
+            Stage::Run => "run",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+/// One `[[check]]`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub file: CheckFile,
+    /// None: the whole file.
+    pub select: Option<Selector>,
+    pub compare: Comparison,
+}
+
+/// What a check reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckFile {
+    /// Relative to `$CLEANROOM_OUT`; no `..`, not absolute.
+    Path(String),
+    /// `stdout:<step name>`: the standard output of that step.
+    StepStdout(String),
+}
+
+/// How a value is selected from the file.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selector {
+    /// An RFC 6901 JSON pointer.
+    Json(String),
+    /// Multi-line mode; the value is the first capture group of the first
+    /// match (validation ensures there is one).
+    Regex(#[serde(serialize_with = "serialize_regex")] regex::Regex),
+    /// RFC 4180; the first record is the header.
+    Csv {
+        row: CsvRow,
+        /// A header name.
+        column: String,
+        delimiter: u8,
+    },
+}
+
+/// Which data record a `csv` selector reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CsvRow {
+    /// The N-th data record, 0-based.
+    Index(usize),
+    /// The first data record whose `column` equals `text`.
+    Match { column: String, text: String },
+}
+
+/// How the selected value is judged; exactly one per check.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Comparison {
+    /// Passes when |observed - expect| <= max(abs_tol, rel_tol * |expect|);
+    /// neither tolerance means exact equality.
+    Number {
+        expect: f64,
+        abs_tol: Option<f64>,
+        rel_tol: Option<f64>,
+    },
+    /// lo <= observed <= hi.
+    Range { lo: f64, hi: f64 },
+    /// The selected string, verbatim.
+    Equals(String),
+    /// The file exists and is a regular file.
+    Exists,
+}
+
+fn serialize_regex<S: Serializer>(re: &regex::Regex, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(re.as_str())
+}

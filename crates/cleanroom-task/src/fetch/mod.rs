@@ -1,0 +1,15 @@
+//! Fetching a task's artifact into a host directory: copy, unpack, clone or
+//! download, then lay overlay/ over it. See `materialize.rs`.
+
+mod archive;
+mod error;
+mod git;
+mod http;
+mod materialize;
+mod pypi;
+mod tree;
+
+pub use error::FetchError;
+pub use materialize::{
+    materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchOptions,
+};

@@ -1,0 +1,619 @@
+//! Reading and validating task.toml.
+
+use std::path::Path;
+
+use toml_edit::{ImDocument, Table};
+
+use crate::harbor;
+use crate::rules::{
+    absolute_path_problem, compile_glob, is_hex, is_valid_task_id, parse_requirement,
+    relative_path_problem,
+};
+use crate::spec::{
+    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle,
+    Paper, TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
+};
+use crate::toml_read::{Reader, Tab};
+
+const ROOT_KEYS: &[&str] = &[
+    "schema_version",
+    "task",
+    "paper",
+    "artifact",
+    "environment",
+    "agent",
+    "experiment",
+    "oracle",
+    "verify",
+];
+const TASK_KEYS: &[&str] = &[
+    "id",
+    "title",
+    "domain",
+    "difficulty",
+    "languages",
+    "legacy",
+    "gpu",
+    "qemu",
+    "tags",
+];
+const PAPER_KEYS: &[&str] = &["title", "venue", "year", "url"];
+const ARTIFACT_KEYS: &[&str] = &[
+    "source",
+    "dest",
+    "path",
+    "url",
+    "sha256",
+    "rev",
+    "requirement",
+];
+const ENVIRONMENT_KEYS: &[&str] = &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus"];
+const AGENT_KEYS: &[&str] = &["timeout_sec"];
+const EXPERIMENT_KEYS: &[&str] = &["command", "outputs"];
+const ORACLE_KEYS: &[&str] = &["timeout_sec"];
+const VERIFY_KEYS: &[&str] = &["timeout_sec", "network", "protected"];
+
+/// Reads task.toml of the task in `dir`. Errors go to `r`; the spec is
+/// returned when every required piece was readable (it is only meaningful
+/// when `r.errors` is empty).
+pub(crate) fn read_task_toml(
+    r: &mut Reader,
+    doc: &ImDocument<String>,
+    dir: &Path,
+) -> Option<TaskSpec> {
+    let empty = Table::new();
+    let root = r.root(doc);
+    let hint = |key: &str| harbor::task_toml_hint(key);
+    r.unknown_keys(&root, ROOT_KEYS, &hint);
+
+    let schema_version = schema_version(r, &root);
+
+    let task_tab = section(r, &root, "task", &empty);
+    let task = if r.get(&root, "task").is_none() {
+        r.missing(
+            &root,
+            "task",
+            "every task needs a [task] table with title and domain",
+        );
+        None
+    } else {
+        task_meta(r, &task_tab, dir)
+    };
+    let tab = section(r, &root, "paper", &empty);
+    let paper = paper(r, &tab);
+    let tab = section(r, &root, "artifact", &empty);
+    let artifact = artifact(r, &tab, dir);
+    let tab = section(r, &root, "environment", &empty);
+    let environment = environment(r, &tab);
+    let tab = section(r, &root, "agent", &empty);
+    let agent = agent(r, &tab);
+    let experiment = match r.get(&root, "experiment") {
+        None => Some(None),
+        Some(_) => {
+            let tab = section(r, &root, "experiment", &empty);
+            experiment(r, &tab).map(Some)
+        }
+    };
+    let oracle_tab = section(r, &root, "oracle", &empty);
+    r.unknown_keys(&oracle_tab, ORACLE_KEYS, &|k| {
+        harbor::task_toml_hint(&Reader::full_key(&oracle_tab, k))
+    });
+    let oracle_timeout = r.integer(&oracle_tab, "timeout_sec", 1);
+    let tab = section(r, &root, "verify", &empty);
+    let verify = verify(r, &tab);
+
+    let agent = agent?;
+    Some(TaskSpec {
+        schema_version: schema_version?,
+        task: task?,
+        paper: paper?,
+        artifact: artifact?,
+        environment: environment?,
+        oracle: Oracle {
+            timeout_sec: oracle_timeout.map_or(agent.timeout_sec, |n| n as u64),
+        },
+        agent,
+        experiment: experiment?,
+        verify: verify?,
+    })
+}
+
+/// A top-level table, or an empty one (defaults) when it is absent or not
+/// a table (the latter is recorded as an error).
+fn section<'a>(r: &mut Reader, root: &Tab<'a>, key: &str, empty: &'a Table) -> Tab<'a> {
+    r.table(root, key).unwrap_or_else(|| Tab {
+        name: key.to_owned(),
+        line: r.key_line(root, key),
+        t: empty,
+    })
+}
+
+fn schema_version(r: &mut Reader, root: &Tab<'_>) -> Option<u32> {
+    let Some(item) = r.get(root, "schema_version") else {
+        if r.get(root, "version").is_some() {
+            // Harbor's `version`: its own message says what to write.
+            return None;
+        }
+        r.missing(
+            root,
+            "schema_version",
+            "expected `schema_version = 1` at the top of task.toml",
+        );
+        return None;
+    };
+    if item.as_str().is_some() {
+        r.key_err(root, "schema_version", harbor::string_schema_version_hint());
+        return None;
+    }
+    match r.integer(root, "schema_version", 0)? {
+        1 => Some(1),
+        n => {
+            r.key_err(
+                root,
+                "schema_version",
+                format!("unsupported version {n}; this cleanroom reads schema_version = 1"),
+            );
+            None
+        }
+    }
+}
+
+fn check_keys(r: &mut Reader, tab: &Tab<'_>, allowed: &[&str]) {
+    r.unknown_keys(tab, allowed, &|k| {
+        harbor::task_toml_hint(&Reader::full_key(tab, k))
+    });
+}
+
+fn task_meta(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<TaskMeta> {
+    check_keys(r, tab, TASK_KEYS);
+    let id = match r.get(tab, "id") {
+        Some(_) => {
+            let id = r.string(tab, "id");
+            if let Some(id) = &id {
+                if !is_valid_task_id(id) {
+                    r.key_err(
+                        tab,
+                        "id",
+                        format!(
+                            "{id:?} is not a valid task id; expected [a-z0-9][a-z0-9_.-]{{0,63}}"
+                        ),
+                    );
+                    return None;
+                }
+            }
+            id
+        }
+        None => {
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !is_valid_task_id(&name) {
+                let line = tab.line;
+                r.err(
+                    line,
+                    "task.id",
+                    format!(
+                        "the directory name {name:?} is not a valid task id (expected [a-z0-9][a-z0-9_.-]{{0,63}}); rename the directory or set task.id"
+                    ),
+                );
+                None
+            } else {
+                Some(name)
+            }
+        }
+    };
+    let title = r.required_string(
+        tab,
+        "title",
+        "expected a short title such as \"2-D heat equation solver, Table 2\"",
+    );
+    let domain = match r.get(tab, "domain") {
+        None => {
+            r.missing(
+                tab,
+                "domain",
+                "expected \"ai\", \"systems\" or \"scientific\"",
+            );
+            None
+        }
+        Some(_) => enum_value(
+            r,
+            tab,
+            "domain",
+            Domain::parse,
+            &Domain::ALL.map(Domain::as_str),
+        ),
+    };
+    let difficulty = match r.get(tab, "difficulty") {
+        None => Some(Difficulty::Medium),
+        Some(_) => enum_value(
+            r,
+            tab,
+            "difficulty",
+            Difficulty::parse,
+            &Difficulty::ALL.map(Difficulty::as_str),
+        ),
+    };
+    let languages = strings_or_default(r, tab, "languages");
+    let tags = strings_or_default(r, tab, "tags");
+    let legacy = bool_or(r, tab, "legacy", false);
+    let gpu = bool_or(r, tab, "gpu", false);
+    let qemu = bool_or(r, tab, "qemu", false);
+    Some(TaskMeta {
+        id: id?,
+        title: title?,
+        domain: domain?,
+        difficulty: difficulty?,
+        languages: without_lines(languages?),
+        legacy: legacy?,
+        gpu: gpu?,
+        qemu: qemu?,
+        tags: without_lines(tags?),
+    })
+}
+
+fn paper(r: &mut Reader, tab: &Tab<'_>) -> Option<Paper> {
+    check_keys(r, tab, PAPER_KEYS);
+    let mut ok = true;
+    let mut opt_str = |r: &mut Reader, key: &str| -> Option<String> {
+        let present = r.get(tab, key).is_some();
+        let v = r.string(tab, key);
+        ok &= !present || v.is_some();
+        v
+    };
+    let title = opt_str(r, "title");
+    let venue = opt_str(r, "venue");
+    let url = opt_str(r, "url");
+    let year = r.integer(tab, "year", 0);
+    let ok = ok && (r.get(tab, "year").is_none() || year.is_some());
+    ok.then_some(Paper {
+        title,
+        venue,
+        year,
+        url,
+    })
+}
+
+fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
+    check_keys(r, tab, ARTIFACT_KEYS);
+    let dest = match r.get(tab, "dest") {
+        None => Some(DEFAULT_ARTIFACT_DEST.to_owned()),
+        Some(_) => r
+            .string(tab, "dest")
+            .and_then(|d| match absolute_path_problem(&d) {
+                Some(p) => {
+                    r.key_err(tab, "dest", p);
+                    None
+                }
+                None => Some(d),
+            }),
+    };
+    let kind = match r.get(tab, "source") {
+        None => Some("dir".to_owned()),
+        Some(_) => r.string(tab, "source").and_then(|s| {
+            if ["dir", "archive", "git", "pypi-sdist"].contains(&s.as_str()) {
+                Some(s)
+            } else {
+                r.key_err(
+                    tab,
+                    "source",
+                    format!("unknown source {s:?}; expected \"dir\", \"archive\", \"git\" or \"pypi-sdist\""),
+                );
+                None
+            }
+        }),
+    };
+    let kind = kind?;
+    let own_keys: &[&str] = match kind.as_str() {
+        "archive" => &["path", "url", "sha256"],
+        "git" => &["url", "rev"],
+        "pypi-sdist" => &["requirement"],
+        _ => &[],
+    };
+    for key in ["path", "url", "sha256", "rev", "requirement"] {
+        if r.get(tab, key).is_some() && !own_keys.contains(&key) {
+            let owners = match key {
+                "path" | "sha256" => "\"archive\"",
+                "url" => "\"archive\" or \"git\"",
+                "rev" => "\"git\"",
+                _ => "\"pypi-sdist\"",
+            };
+            r.key_err(
+                tab,
+                key,
+                format!("applies to source = {owners}, but this artifact's source is {kind:?}"),
+            );
+        }
+    }
+    let source = match kind.as_str() {
+        "dir" => {
+            if !dir.join("artifact").is_dir() {
+                let line = r.key_line(tab, "source");
+                r.err(
+                    line,
+                    "artifact.source",
+                    "source = \"dir\" (the default) needs the directory artifact/ in the task; add it or set another source",
+                );
+                None
+            } else {
+                Some(ArtifactSource::Dir)
+            }
+        }
+        "archive" => archive_source(r, tab, dir),
+        "git" => {
+            let url = r.required_string(tab, "url", "source = \"git\" needs the repository's url");
+            let rev =
+                r.required_string(tab, "rev", "source = \"git\" needs `rev`, a full commit id");
+            let rev = rev.and_then(|rev| {
+                if is_hex(&rev, 40) || is_hex(&rev, 64) {
+                    Some(rev.to_ascii_lowercase())
+                } else {
+                    r.key_err(
+                        tab,
+                        "rev",
+                        format!("{rev:?} is not a full commit id; expected 40 hexadecimal digits (a branch or tag name can move)"),
+                    );
+                    None
+                }
+            });
+            Some(ArtifactSource::Git {
+                url: url?,
+                rev: rev?,
+            })
+        }
+        _ => {
+            let req = r.required_string(
+                tab,
+                "requirement",
+                "source = \"pypi-sdist\" needs `requirement = \"name==version\"`",
+            )?;
+            if parse_requirement(&req).is_none() {
+                r.key_err(
+                    tab,
+                    "requirement",
+                    format!("{req:?} is not an exact pin; expected \"name==version\""),
+                );
+                return None;
+            }
+            Some(ArtifactSource::PypiSdist { requirement: req })
+        }
+    };
+    Some(Artifact {
+        source: source?,
+        dest: dest?,
+    })
+}
+
+fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactSource> {
+    let path = r.string(tab, "path");
+    let url = r.string(tab, "url");
+    let sha256 = r.string(tab, "sha256");
+    let sha256 = match sha256 {
+        Some(s) if is_hex(&s, 64) => Some(s.to_ascii_lowercase()),
+        Some(s) => {
+            r.key_err(
+                tab,
+                "sha256",
+                format!("{s:?} is not a sha256 digest; expected 64 hexadecimal digits"),
+            );
+            return None;
+        }
+        None if r.get(tab, "sha256").is_some() => return None,
+        None => None,
+    };
+    match (&path, &url) {
+        (Some(_), Some(_)) => {
+            r.key_err(
+                tab,
+                "url",
+                "give either `path` (inside the task) or `url`, not both",
+            );
+            None
+        }
+        (None, None) => {
+            if r.get(tab, "path").is_none() && r.get(tab, "url").is_none() {
+                r.missing(
+                    tab,
+                    "path",
+                    "source = \"archive\" needs `path` (a file inside the task) or `url` with `sha256`",
+                );
+            }
+            None
+        }
+        (Some(p), None) => {
+            if let Some(problem) = relative_path_problem(p) {
+                r.key_err(tab, "path", problem);
+                return None;
+            }
+            if !dir.join(p).is_file() {
+                r.key_err(
+                    tab,
+                    "path",
+                    format!("{p:?} is not a file in the task directory"),
+                );
+                return None;
+            }
+            Some(ArtifactSource::Archive {
+                path: path.clone(),
+                url: None,
+                sha256,
+            })
+        }
+        (None, Some(u)) => {
+            if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://"))
+            {
+                r.key_err(
+                    tab,
+                    "url",
+                    format!("{u:?} is not an http, https or file url"),
+                );
+                return None;
+            }
+            if sha256.is_none() {
+                r.missing(
+                    tab,
+                    "sha256",
+                    "an archive `url` needs the archive's sha256 digest",
+                );
+                return None;
+            }
+            Some(ArtifactSource::Archive {
+                path: None,
+                url: url.clone(),
+                sha256,
+            })
+        }
+    }
+}
+
+fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
+    check_keys(r, tab, ENVIRONMENT_KEYS);
+    let d = Environment::default();
+    let image = match r.get(tab, "image") {
+        None => Some(d.image),
+        Some(_) => r.required_string(
+            tab,
+            "image",
+            "expected the name of a base image such as \"debian-12-minimal\"",
+        ),
+    };
+    let cpus = int_or(r, tab, "cpus", 1, d.cpus as u64);
+    let memory_mb = int_or(r, tab, "memory_mb", 1, d.memory_mb);
+    let disk_mb = int_or(r, tab, "disk_mb", 1, d.disk_mb);
+    let network = bool_or(r, tab, "network", d.network);
+    let gpus = int_or(r, tab, "gpus", 0, d.gpus as u64);
+    Some(Environment {
+        image: image?,
+        cpus: cpus?.min(u32::MAX as u64) as u32,
+        memory_mb: memory_mb?,
+        disk_mb: disk_mb?,
+        network: network?,
+        gpus: gpus?.min(u32::MAX as u64) as u32,
+    })
+}
+
+fn agent(r: &mut Reader, tab: &Tab<'_>) -> Option<AgentSpec> {
+    check_keys(r, tab, AGENT_KEYS);
+    if r.get(tab, "timeout_sec").is_none() {
+        r.missing(
+            tab,
+            "timeout_sec",
+            "expected the agent's wall-clock budget in seconds, such as `[agent] timeout_sec = 1800`",
+        );
+        return None;
+    }
+    let timeout_sec = seconds(r, tab, "timeout_sec")?;
+    Some(AgentSpec { timeout_sec })
+}
+
+fn experiment(r: &mut Reader, tab: &Tab<'_>) -> Option<Experiment> {
+    check_keys(r, tab, EXPERIMENT_KEYS);
+    let command = r.string(tab, "command");
+    let command_ok = r.get(tab, "command").is_none() || command.is_some();
+    let outputs = strings_or_default(r, tab, "outputs")?;
+    let mut ok = command_ok;
+    for (o, line) in &outputs {
+        if let Some(problem) = relative_path_problem(o) {
+            r.err(
+                *line,
+                "experiment.outputs",
+                format!("{o:?} {problem} (outputs are relative to artifact.dest)"),
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| Experiment {
+        command,
+        outputs: without_lines(outputs),
+    })
+}
+
+fn verify(r: &mut Reader, tab: &Tab<'_>) -> Option<VerifyConfig> {
+    check_keys(r, tab, VERIFY_KEYS);
+    let timeout_sec = match r.get(tab, "timeout_sec") {
+        None => Some(DEFAULT_VERIFY_TIMEOUT_SEC),
+        Some(_) => seconds(r, tab, "timeout_sec"),
+    };
+    let network = bool_or(r, tab, "network", false);
+    let protected = globs(r, tab, "protected");
+    Some(VerifyConfig {
+        timeout_sec: timeout_sec?,
+        network: network?,
+        protected: protected?,
+    })
+}
+
+/// A list of valid globs, each error at its own line.
+pub(crate) fn globs(r: &mut Reader, tab: &Tab<'_>, key: &str) -> Option<Vec<String>> {
+    let list = strings_or_default(r, tab, key)?;
+    let mut ok = true;
+    for (g, line) in &list {
+        if let Err(e) = compile_glob(g) {
+            r.err(*line, &Reader::full_key(tab, key), format!("{g:?}: {e}"));
+            ok = false;
+        }
+    }
+    ok.then(|| without_lines(list))
+}
+
+/// A time budget: an integer number of seconds, at least 1.
+pub(crate) fn seconds(r: &mut Reader, tab: &Tab<'_>, key: &str) -> Option<u64> {
+    if let Some(f) = r.get(tab, key).and_then(|i| i.as_float()) {
+        r.key_err(
+            tab,
+            key,
+            format!("expected an integer number of seconds, found the float {f:?}"),
+        );
+        return None;
+    }
+    r.integer(tab, key, 1).map(|n| n as u64)
+}
+
+fn enum_value<T>(
+    r: &mut Reader,
+    tab: &Tab<'_>,
+    key: &str,
+    parse: fn(&str) -> Option<T>,
+    names: &[&str],
+) -> Option<T> {
+    let s = r.string(tab, key)?;
+    let v = parse(&s);
+    if v.is_none() {
+        let expected: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+        r.key_err(
+            tab,
+            key,
+            format!(
+                "unknown value {s:?}; expected one of {}",
+                expected.join(", ")
+            ),
+        );
+    }
+    v
+}
+
+fn strings_or_default(r: &mut Reader, tab: &Tab<'_>, key: &str) -> Option<Vec<(String, usize)>> {
+    match r.get(tab, key) {
+        None => Some(Vec::new()),
+        Some(_) => r.string_list(tab, key),
+    }
+}
+
+fn bool_or(r: &mut Reader, tab: &Tab<'_>, key: &str, default: bool) -> Option<bool> {
+    match r.get(tab, key) {
+        None => Some(default),
+        Some(_) => r.boolean(tab, key),
+    }
+}
+
+fn int_or(r: &mut Reader, tab: &Tab<'_>, key: &str, min: i64, default: u64) -> Option<u64> {
+    match r.get(tab, key) {
+        None => Some(default),
+        Some(_) => r.integer(tab, key, min).map(|n| n as u64),
+    }
+}
+
+fn without_lines(v: Vec<(String, usize)>) -> Vec<String> {
+    v.into_iter().map(|(s, _)| s).collect()
+}

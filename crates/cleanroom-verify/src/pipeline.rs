@@ -1,0 +1,370 @@
+//! The hidden verification pipeline (TASK_FORMAT.md, "The pipeline's
+//! semantics").
+//!
+//! Design note. It runs after the agent phase has ended, so no process of the
+//! agent is left. In a new phase it:
+//!
+//! 1. makes `CLEANROOM_VERIFY` and `CLEANROOM_OUT` at fresh paths with 128
+//!    random bits each, directly under the environment's `/` (one component
+//!    that the harness itself creates: no link the agent left can lie on the
+//!    path, so outputs are readable without following any link), and copies
+//!    verify/ but checks.toml into the first;
+//! 2. runs the steps in order, each in a login shell in `artifact.dest`,
+//!    after removing its `clean` globs from the host side (never by a process
+//!    in the environment, which the agent may have replaced); the first step
+//!    that fails or times out ends the steps; each step's timeout is capped by
+//!    what is left of `verify.timeout_sec`;
+//! 3. ends the phase (every process a step left is killed), and only then
+//!    reads outputs and evaluates every check, so nothing in the environment
+//!    can change a file while the harness reads it.
+//!
+//! Infrastructure failures (the environment cannot run a command, the
+//! harness cannot copy verify/ in) are errors, not verdicts; so is a cancel
+//! (Ctrl-C). Whatever the steps do in the environment is a verdict.
+
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use cleanroom_env::{
+    CancelToken, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Network,
+    RootFs,
+};
+
+use crate::checks::{self, CheckResult};
+use crate::task::{CheckFile, Task, VerifySpec};
+use crate::verdict::{StepResult, StepStatus, Verdict};
+
+/// Most bytes of one output file that the harness reads.
+pub const READ_LIMIT: u64 = 64 << 20;
+
+/// `PATH` of every step.
+pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Most `clean` removals listed per step in verify.log.
+const LOGGED_REMOVALS: usize = 20;
+
+/// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
+/// and judges it. verify.log goes to `log` (write errors are ignored: the
+/// log never decides the verdict).
+pub fn run_pipeline(
+    env: &mut dyn Environment,
+    task: &Task,
+    cancel: &CancelToken,
+    log: &mut dyn Write,
+) -> Result<Verdict, EnvError> {
+    Pipeline::of_task(task).run(env, cancel, log)
+}
+
+/// What the pipeline needs of a task.
+#[derive(Debug, Clone)]
+pub struct Pipeline<'a> {
+    /// The task's verify/ on the host.
+    pub verify_dir: PathBuf,
+    pub artifact_dest: &'a str,
+    /// `verify.timeout_sec`: the whole pipeline's budget.
+    pub timeout: Duration,
+    /// `verify.network`.
+    pub network: bool,
+    pub spec: &'a VerifySpec,
+}
+
+impl<'a> Pipeline<'a> {
+    pub fn of_task(task: &'a Task) -> Pipeline<'a> {
+        Pipeline {
+            verify_dir: task.verify_dir(),
+            artifact_dest: &task.spec.artifact.dest,
+            timeout: Duration::from_secs(task.spec.verify.timeout_sec),
+            network: task.spec.verify.network,
+            spec: &task.verify,
+        }
+    }
+
+    pub fn run(
+        &self,
+        env: &mut dyn Environment,
+        cancel: &CancelToken,
+        log: &mut dyn Write,
+    ) -> Result<Verdict, EnvError> {
+        self.run_with_clock(env, cancel, log, &SystemClock(Instant::now()))
+    }
+
+    fn run_with_clock(
+        &self,
+        env: &mut dyn Environment,
+        cancel: &CancelToken,
+        log: &mut dyn Write,
+        clock: &dyn Clock,
+    ) -> Result<Verdict, EnvError> {
+        let mut log = Log(log);
+        let start = clock.now();
+        log.line(format_args!(
+            "cleanroom verify: {} steps, {} checks, {}s in all, network {}",
+            self.spec.steps.len(),
+            self.spec.checks.len(),
+            self.timeout.as_secs(),
+            if self.network { "on" } else { "off" },
+        ));
+        env.begin_phase(if self.network { Network::Outbound } else { Network::LoopbackOnly })?;
+        let ran = self.run_steps(&*env, cancel, &mut log, clock, start);
+        let ended = env.end_phase();
+        let ran = ran?;
+        ended?;
+
+        log.line("== checks");
+        let root = env.root();
+        let checks: Vec<CheckResult> = self
+            .spec
+            .checks
+            .iter()
+            .map(|check| {
+                let read;
+                let input: Result<&[u8], String> = match &check.file {
+                    CheckFile::Path(rel) => {
+                        let path = format!("{}/{}", ran.out_dir, rel.trim_start_matches('/'));
+                        read = root.read_regular(&path, READ_LIMIT);
+                        read.as_deref().map_err(|e| e.to_string())
+                    }
+                    CheckFile::StepStdout(step) => ran
+                        .stdouts
+                        .get(step.as_str())
+                        .map(Vec::as_slice)
+                        .ok_or_else(|| "missing".to_string()),
+                };
+                let result = checks::evaluate(check, input);
+                log.line(format_args!(
+                    "{} {}: expected {}, observed {}",
+                    if result.passed { "PASS" } else { "FAIL" },
+                    result.name,
+                    result.expected,
+                    result.observed,
+                ));
+                result
+            })
+            .collect();
+        let verdict = Verdict::new(ran.steps, checks);
+        log.line(format_args!(
+            "== verdict: {}, stage {}",
+            if verdict.passed { "passed" } else { "failed" },
+            verdict.stage,
+        ));
+        Ok(verdict)
+    }
+
+    /// Steps 1 and 2 of the design note, inside the phase.
+    fn run_steps(
+        &self,
+        env: &dyn Environment,
+        cancel: &CancelToken,
+        log: &mut Log<'_>,
+        clock: &dyn Clock,
+        start: Duration,
+    ) -> Result<Ran<'a>, EnvError> {
+        let root = env.root();
+        let verify_env = fresh_dir(root)?;
+        root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| {
+            rel == Path::new("checks.toml")
+        })
+        .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
+        let out_dir = fresh_dir(root)?;
+        let vars = self.step_env(&verify_env, &out_dir);
+
+        let mut steps = Vec::new();
+        let mut stdouts = HashMap::new();
+        let mut stopped = false;
+        let total = self.spec.steps.len();
+        for (i, step) in self.spec.steps.iter().enumerate() {
+            log.line(format_args!(
+                "== step {}/{total}: {} ({})",
+                i + 1,
+                step.name,
+                step.stage.as_str()
+            ));
+            log.line(format_args!("$ {}", step.run));
+            let mut result = StepResult {
+                name: step.name.clone(),
+                stage: step.stage,
+                exit_code: None,
+                seconds: 0.0,
+                status: StepStatus::NotRun,
+            };
+            if stopped {
+                log.line("-- not run: an earlier step failed");
+                steps.push(result);
+                continue;
+            }
+            if let Err(why) = self.clean(root, &step.clean, log) {
+                log.line(format_args!("-- failed: clean: {why}"));
+                result.status = StepStatus::Failed;
+                steps.push(result);
+                stopped = true;
+                continue;
+            }
+            let left = self.timeout.saturating_sub(clock.now().saturating_sub(start));
+            if left.is_zero() {
+                log.line("-- timed out: verify.timeout_sec ran out before this step");
+                result.status = StepStatus::TimedOut;
+                steps.push(result);
+                stopped = true;
+                continue;
+            }
+            let timeout = step.timeout_sec.map_or(left, |t| Duration::from_secs(t).min(left));
+            let mut req = ExecRequest::login_shell(&step.run, self.artifact_dest, vars.clone());
+            req.timeout = Some(timeout);
+            let outcome = env.exec(&req, cancel)?;
+            result.seconds = (outcome.duration.as_secs_f64() * 1000.0).round() / 1000.0;
+            result.exit_code = outcome.status.code();
+            result.status = match outcome.status {
+                ExitStatus::Exited(0) => StepStatus::Passed,
+                ExitStatus::Exited(_) | ExitStatus::Signaled(_) => StepStatus::Failed,
+                ExitStatus::TimedOut => StepStatus::TimedOut,
+                ExitStatus::Cancelled => {
+                    log.line("-- cancelled");
+                    return Err(EnvError::Phase("verification cancelled".into()));
+                }
+            };
+            log_outcome(log, &outcome, timeout, &result);
+            stdouts.insert(step.name.as_str(), outcome.stdout.to_bytes());
+            stopped = result.status != StepStatus::Passed;
+            steps.push(result);
+        }
+        Ok(Ran { steps, stdouts, out_dir })
+    }
+
+    /// Removes a step's `clean` globs under `artifact.dest`, from the host.
+    fn clean(&self, root: &RootFs, clean: &[String], log: &mut Log<'_>) -> Result<(), String> {
+        if clean.is_empty() {
+            return Ok(());
+        }
+        let globs = Globs::new(clean)?;
+        let removed =
+            root.remove_matching(self.artifact_dest, &globs).map_err(|e| e.to_string())?;
+        for path in removed.iter().take(LOGGED_REMOVALS) {
+            log.line(format_args!("clean: removed {path}"));
+        }
+        if removed.len() > LOGGED_REMOVALS {
+            log.line(format_args!("clean: ... and {} more", removed.len() - LOGGED_REMOVALS));
+        }
+        if removed.is_empty() {
+            log.line("clean: nothing to remove");
+        }
+        Ok(())
+    }
+
+    /// The complete environment of a step. With `verify.network`, the host's
+    /// proxy variables too, as the agent phase has them (a host that reaches
+    /// the registries through a proxy needs them).
+    fn step_env(&self, verify_env: &str, out_dir: &str) -> Vec<(String, String)> {
+        let mut vars: Vec<(String, String)> = [
+            ("PATH", STEP_PATH),
+            ("HOME", "/root"),
+            ("LANG", "C.UTF-8"),
+            ("TERM", "dumb"),
+            ("CLEANROOM_OUT", out_dir),
+            ("CLEANROOM_VERIFY", verify_env),
+            ("CLEANROOM_ARTIFACT", self.artifact_dest),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        if self.network {
+            for name in PROXY_VARS {
+                if let Ok(value) = std::env::var(name) {
+                    vars.push((name.to_string(), value));
+                }
+            }
+        }
+        vars
+    }
+}
+
+const PROXY_VARS: [&str; 8] = [
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+];
+
+/// What the steps left for the checks.
+struct Ran<'a> {
+    steps: Vec<StepResult>,
+    /// By step name; only steps that ran.
+    stdouts: HashMap<&'a str, Vec<u8>>,
+    out_dir: String,
+}
+
+/// A new directory `/.cleanroom-<32 hex digits>` in the environment.
+fn fresh_dir(root: &RootFs) -> Result<String, EnvError> {
+    let path = format!(
+        "/.cleanroom-{}",
+        random_hex().map_err(|e| EnvError::io("reading /dev/urandom", e))?
+    );
+    root.create_dir_all(&path, 0o755)
+        .map_err(|e| EnvError::io("creating a directory in the environment", e))?;
+    Ok(path)
+}
+
+/// 128 random bits from the kernel, as hex.
+fn random_hex() -> std::io::Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn log_outcome(log: &mut Log<'_>, outcome: &ExecOutcome, timeout: Duration, result: &StepResult) {
+    let how = match &outcome.status {
+        ExitStatus::Exited(code) => format!("exit {code}"),
+        ExitStatus::Signaled(sig) => format!("killed by signal {sig}"),
+        ExitStatus::TimedOut => format!("no exit within {}s", timeout.as_secs()),
+        ExitStatus::Cancelled => "cancelled".to_string(),
+    };
+    let status = match result.status {
+        StepStatus::Passed => "passed",
+        StepStatus::Failed => "failed",
+        StepStatus::TimedOut => "timed out",
+        StepStatus::NotRun => "not run",
+    };
+    log.line(format_args!("-- {status}: {how} after {:.3}s", outcome.duration.as_secs_f64()));
+    let output = outcome.combined.to_bytes();
+    if !output.is_empty() {
+        log.bytes(&output);
+        if !output.ends_with(b"\n") {
+            log.bytes(b"\n");
+        }
+    }
+}
+
+/// verify.log: best effort, as the log never decides anything.
+struct Log<'a>(&'a mut dyn Write);
+
+impl Log<'_> {
+    fn line(&mut self, text: impl Display) {
+        let _ = writeln!(self.0, "{text}");
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        let _ = self.0.write_all(bytes);
+    }
+}
+
+/// Monotonic time since an arbitrary origin; tests drive their own.
+trait Clock {
+    fn now(&self) -> Duration;
+}
+
+struct SystemClock(Instant);
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,484 @@
+//! The step logic against a hand-written fake environment whose root is a
+//! real temporary directory and whose clock only moves when a step "runs".
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cleanroom_env::{Captured, LimitState, Limits};
+
+use super::*;
+use crate::task::{Check, Comparison, Selector, Stage, Step};
+
+#[derive(Clone, Default)]
+struct FakeClock(Arc<AtomicU64>);
+
+impl Clock for FakeClock {
+    fn now(&self) -> Duration {
+        Duration::from_millis(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// What a fake command does.
+struct Act {
+    status: ExitStatus,
+    seconds: u64,
+    stdout: String,
+}
+
+fn exited(code: i32, seconds: u64, stdout: &str) -> Act {
+    Act { status: ExitStatus::Exited(code), seconds, stdout: stdout.into() }
+}
+
+/// Given the request and the host path of the environment's root.
+type Script = Box<dyn Fn(&ExecRequest, &Path) -> Result<Act, EnvError> + Send>;
+
+struct FakeEnv {
+    root: RootFs,
+    clock: FakeClock,
+    script: Script,
+    requests: Mutex<Vec<ExecRequest>>,
+    phases: Vec<Network>,
+    in_phase: bool,
+    ended: usize,
+}
+
+impl Environment for FakeEnv {
+    fn id(&self) -> &str {
+        "fake"
+    }
+
+    fn limits(&self) -> Limits {
+        let e = LimitState::Enforced;
+        Limits { memory: e, pids: e, disk: e }
+    }
+
+    fn root(&self) -> &RootFs {
+        &self.root
+    }
+
+    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {
+        assert!(!self.in_phase, "a phase is already running");
+        self.in_phase = true;
+        self.phases.push(network);
+        Ok(())
+    }
+
+    fn exec(&self, req: &ExecRequest, _cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
+        assert!(self.in_phase, "exec outside a phase");
+        self.requests.lock().unwrap().push(req.clone());
+        let act = (self.script)(req, self.root.host_path())?;
+        self.clock.0.fetch_add(act.seconds * 1000, Ordering::SeqCst);
+        let mut stdout = Captured::new(req.output_limit);
+        stdout.push(act.stdout.as_bytes());
+        Ok(ExecOutcome {
+            status: act.status,
+            duration: Duration::from_secs(act.seconds),
+            stdout: stdout.clone(),
+            stderr: Captured::new(req.output_limit),
+            combined: stdout,
+        })
+    }
+
+    fn end_phase(&mut self) -> Result<(), EnvError> {
+        assert!(self.in_phase, "no phase to end");
+        self.in_phase = false;
+        self.ended += 1;
+        Ok(())
+    }
+
+    fn destroy(self: Box<Self>) -> Result<(), EnvError> {
+        Ok(())
+    }
+}
+
+/// A task directory, an environment root with an artifact, and a fake.
+struct Fixture {
+    _task: tempfile::TempDir,
+    _root: tempfile::TempDir,
+    verify_dir: PathBuf,
+    env: FakeEnv,
+    clock: FakeClock,
+}
+
+const DEST: &str = "/workspace/artifact";
+
+fn fixture(script: Script) -> Fixture {
+    let task = tempfile::tempdir().unwrap();
+    let verify_dir = task.path().join("verify");
+    std::fs::create_dir_all(verify_dir.join("data")).unwrap();
+    std::fs::write(verify_dir.join("checks.toml"), "[[check]]\nexpect = 42\n").unwrap();
+    std::fs::write(verify_dir.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(verify_dir.join("data/ref.txt"), "ref").unwrap();
+    let root_dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root_dir.path().join("workspace/artifact/results")).unwrap();
+    std::fs::write(root_dir.path().join("workspace/artifact/results/old.csv"), "stale").unwrap();
+    std::fs::write(root_dir.path().join("workspace/artifact/main.py"), "print()").unwrap();
+    let clock = FakeClock::default();
+    let env = FakeEnv {
+        root: RootFs::open(root_dir.path()).unwrap(),
+        clock: clock.clone(),
+        script,
+        requests: Mutex::new(Vec::new()),
+        phases: Vec::new(),
+        in_phase: false,
+        ended: 0,
+    };
+    Fixture { _task: task, _root: root_dir, verify_dir, env, clock }
+}
+
+fn step(name: &str, stage: Stage, run: &str) -> Step {
+    Step { name: name.into(), stage, run: run.into(), timeout_sec: None, clean: Vec::new() }
+}
+
+fn check(name: &str, file: CheckFile, select: Option<Selector>, compare: Comparison) -> Check {
+    Check { name: name.into(), file, select, compare }
+}
+
+fn var<'r>(req: &'r ExecRequest, name: &str) -> &'r str {
+    &req.env.iter().find(|(k, _)| k == name).unwrap_or_else(|| panic!("no {name}")).1
+}
+
+/// The host path of a path inside the environment.
+fn host(root: &Path, env_path: &str) -> PathBuf {
+    root.join(env_path.trim_start_matches('/'))
+}
+
+impl Fixture {
+    fn run(
+        &mut self,
+        spec: &VerifySpec,
+        timeout_sec: u64,
+        network: bool,
+    ) -> (Result<Verdict, EnvError>, String) {
+        let pipeline = Pipeline {
+            verify_dir: self.verify_dir.clone(),
+            artifact_dest: DEST,
+            timeout: Duration::from_secs(timeout_sec),
+            network,
+            spec,
+        };
+        let mut log = Vec::new();
+        let cancel = CancelToken::new().unwrap();
+        let clock = self.clock.clone();
+        let verdict = pipeline.run_with_clock(&mut self.env, &cancel, &mut log, &clock);
+        (verdict, String::from_utf8(log).unwrap())
+    }
+
+    fn requests(&self) -> Vec<ExecRequest> {
+        self.env.requests.lock().unwrap().clone()
+    }
+}
+
+/// A script that answers by command: "ok", "fail", "slow", "hang", or
+/// "write" (writes table.json into CLEANROOM_OUT).
+fn by_command() -> Script {
+    Box::new(|req, root| {
+        let script = &req.argv[2];
+        Ok(match script.as_str() {
+            "ok" => exited(0, 1, "all good\n"),
+            "fail" => exited(3, 2, "it broke\n"),
+            "slow" => exited(0, 60, "slow\n"),
+            "hang" => Act { status: ExitStatus::TimedOut, seconds: 30, stdout: "partial".into() },
+            "write" => {
+                let out = host(root, var(req, "CLEANROOM_OUT"));
+                std::fs::write(out.join("table.json"), r#"{"n64": {"err": 1.25e-4}}"#).unwrap();
+                exited(0, 1, "checksum: 0252ff0a0004de61\n")
+            }
+            other => panic!("unexpected command {other}"),
+        })
+    })
+}
+
+fn json_check(name: &str) -> Check {
+    check(
+        name,
+        CheckFile::Path("table.json".into()),
+        Some(Selector::Json("/n64/err".into())),
+        Comparison::Number { expect: 1.23e-4, abs_tol: None, rel_tol: Some(0.05) },
+    )
+}
+
+fn stdout_check(step: &str) -> Check {
+    check(
+        "checksum",
+        CheckFile::StepStdout(step.into()),
+        Some(Selector::Regex(regex::Regex::new("(?m)^checksum: ([0-9a-f]{16})$").unwrap())),
+        Comparison::Equals("0252ff0a0004de61".into()),
+    )
+}
+
+#[test]
+fn a_passing_pipeline_reaches_results() {
+    let mut f = fixture(by_command());
+    let spec = VerifySpec {
+        steps: vec![step("env", Stage::Setup, "ok"), step("experiment", Stage::Run, "write")],
+        checks: vec![json_check("err"), stdout_check("experiment")],
+    };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert!(verdict.passed, "{verdict:?}\n{log}");
+    assert_eq!(verdict.stage, crate::VerdictStage::Results);
+    assert_eq!(verdict.steps[1].exit_code, Some(0));
+    assert_eq!(verdict.steps[1].seconds, 1.0);
+    assert_eq!(f.env.phases, [Network::LoopbackOnly]);
+    assert_eq!(f.env.ended, 1);
+    assert!(!f.env.in_phase);
+    assert!(log.contains("== step 2/2: experiment (run)\n$ write\n-- passed: exit 0 after 1.000s\nchecksum: 0252ff0a0004de61\n"), "{log}");
+    assert!(log.contains("PASS err: expected 1.23e-4 (rel_tol 0.05), observed 0.000125"), "{log}");
+    assert!(log.ends_with("== verdict: passed, stage results\n"), "{log}");
+}
+
+#[test]
+fn steps_get_the_documented_environment() {
+    let mut f = fixture(by_command());
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    f.run(&spec, 900, false).0.unwrap();
+    let req = &f.requests()[0];
+    assert_eq!(req.argv, ["/bin/bash", "-lc", "ok"]);
+    assert_eq!(req.cwd, DEST);
+    let names: Vec<&str> = req.env.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        names,
+        ["PATH", "HOME", "LANG", "TERM", "CLEANROOM_OUT", "CLEANROOM_VERIFY", "CLEANROOM_ARTIFACT"]
+    );
+    assert_eq!(var(req, "PATH"), STEP_PATH);
+    assert_eq!(var(req, "HOME"), "/root");
+    assert_eq!(var(req, "CLEANROOM_ARTIFACT"), DEST);
+    let out = var(req, "CLEANROOM_OUT");
+    let verify = var(req, "CLEANROOM_VERIFY");
+    for p in [out, verify] {
+        let hex = p.strip_prefix("/.cleanroom-").unwrap();
+        assert_eq!(hex.len(), 32);
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    }
+    assert_ne!(out, verify);
+}
+
+#[test]
+fn verify_files_but_checks_toml_are_copied_in_and_out_starts_empty() {
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen2 = seen.clone();
+    let mut f = fixture(Box::new(move |req, root| {
+        let verify = host(root, var(req, "CLEANROOM_VERIFY"));
+        let out = host(root, var(req, "CLEANROOM_OUT"));
+        let mut s = seen2.lock().unwrap();
+        s.push(format!("checks.toml:{}", verify.join("checks.toml").exists()));
+        s.push(format!("run.sh:{}", verify.join("run.sh").is_file()));
+        s.push(std::fs::read_to_string(verify.join("data/ref.txt")).unwrap());
+        s.push(format!("out:{}", std::fs::read_dir(out).unwrap().count()));
+        Ok(exited(0, 1, ""))
+    }));
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![] };
+    f.run(&spec, 900, false).0.unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["checks.toml:false", "run.sh:true", "ref", "out:0"]);
+}
+
+#[test]
+fn the_first_failing_step_ends_the_steps_but_every_check_is_evaluated() {
+    let mut f = fixture(by_command());
+    let spec = VerifySpec {
+        steps: vec![
+            step("experiment", Stage::Build, "write"),
+            step("broken", Stage::Run, "fail"),
+            step("later", Stage::Run, "ok"),
+        ],
+        checks: vec![json_check("err"), stdout_check("experiment"), stdout_check("later")],
+    };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert_eq!(f.requests().len(), 2, "the step after a failure never runs");
+    let statuses: Vec<StepStatus> = verdict.steps.iter().map(|s| s.status).collect();
+    assert_eq!(statuses, [StepStatus::Passed, StepStatus::Failed, StepStatus::NotRun]);
+    assert_eq!(verdict.steps[1].exit_code, Some(3));
+    assert_eq!(verdict.steps[2].exit_code, None);
+    assert_eq!(verdict.steps[2].seconds, 0.0);
+    // Outputs written before the failure are still judged.
+    assert!(verdict.checks[0].passed);
+    assert!(verdict.checks[1].passed);
+    assert!(!verdict.checks[2].passed);
+    assert_eq!(verdict.checks[2].observed, "missing");
+    assert_eq!(verdict.stage, crate::VerdictStage::Build);
+    assert!(!verdict.passed);
+    assert!(log.contains("-- failed: exit 3 after 2.000s\nit broke\n"), "{log}");
+    assert!(
+        log.contains("== step 3/3: later (run)\n$ ok\n-- not run: an earlier step failed\n"),
+        "{log}"
+    );
+    assert_eq!(f.env.ended, 1);
+}
+
+#[test]
+fn a_missing_output_says_missing() {
+    let mut f = fixture(by_command());
+    let spec =
+        VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![json_check("err")] };
+    let verdict = f.run(&spec, 900, false).0.unwrap();
+    assert_eq!(verdict.checks[0].observed, "missing");
+    assert_eq!(verdict.stage, crate::VerdictStage::Run);
+}
+
+#[test]
+fn a_linked_output_is_not_followed() {
+    let mut f = fixture(Box::new(|req, root| {
+        let out = host(root, var(req, "CLEANROOM_OUT"));
+        std::os::unix::fs::symlink("/etc/passwd", out.join("table.json")).unwrap();
+        Ok(exited(0, 1, ""))
+    }));
+    let spec =
+        VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![json_check("err")] };
+    let verdict = f.run(&spec, 900, false).0.unwrap();
+    assert!(!verdict.checks[0].passed);
+    assert_eq!(verdict.checks[0].observed, "symlink in path");
+}
+
+#[test]
+fn step_timeouts_are_capped_by_what_is_left() {
+    let mut f = fixture(by_command());
+    let mut capped = step("capped", Stage::Run, "ok");
+    capped.timeout_sec = Some(120);
+    let mut short = step("short", Stage::Run, "ok");
+    short.timeout_sec = Some(10);
+    let spec = VerifySpec {
+        steps: vec![
+            step("slow", Stage::Setup, "slow"),
+            capped,
+            short,
+            step("rest", Stage::Run, "ok"),
+        ],
+        checks: vec![],
+    };
+    let verdict = f.run(&spec, 100, false).0.unwrap();
+    assert!(verdict.passed);
+    let timeouts: Vec<Option<Duration>> = f.requests().iter().map(|r| r.timeout).collect();
+    let secs = |s| Some(Duration::from_secs(s));
+    // 100 in all; the slow step takes 60, each later one 1.
+    assert_eq!(timeouts, [secs(100), secs(40), secs(10), secs(38)]);
+}
+
+#[test]
+fn a_spent_budget_times_out_the_next_step_without_running_it() {
+    let mut f = fixture(by_command());
+    let spec = VerifySpec {
+        steps: vec![
+            step("slow", Stage::Setup, "slow"),
+            step("next", Stage::Run, "ok"),
+            step("last", Stage::Run, "ok"),
+        ],
+        checks: vec![],
+    };
+    let (verdict, log) = f.run(&spec, 60, false);
+    let verdict = verdict.unwrap();
+    assert_eq!(f.requests().len(), 1);
+    let statuses: Vec<StepStatus> = verdict.steps.iter().map(|s| s.status).collect();
+    assert_eq!(statuses, [StepStatus::Passed, StepStatus::TimedOut, StepStatus::NotRun]);
+    assert_eq!(verdict.stage, crate::VerdictStage::Build);
+    assert!(log.contains("verify.timeout_sec ran out before this step"), "{log}");
+}
+
+#[test]
+fn a_timed_out_step_keeps_its_partial_output() {
+    let mut f = fixture(by_command());
+    let mut hang = step("hang", Stage::Run, "hang");
+    hang.timeout_sec = Some(30);
+    let spec = VerifySpec {
+        steps: vec![hang, step("after", Stage::Run, "ok")],
+        checks: vec![check(
+            "partial",
+            CheckFile::StepStdout("hang".into()),
+            None,
+            Comparison::Equals("partial".into()),
+        )],
+    };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert_eq!(verdict.steps[0].status, StepStatus::TimedOut);
+    assert_eq!(verdict.steps[0].exit_code, None);
+    assert_eq!(verdict.steps[0].seconds, 30.0);
+    assert_eq!(verdict.steps[1].status, StepStatus::NotRun);
+    assert!(verdict.checks[0].passed);
+    assert_eq!(verdict.stage, crate::VerdictStage::Build);
+    assert!(log.contains("-- timed out: no exit within 30s after 30.000s\npartial\n"), "{log}");
+}
+
+#[test]
+fn clean_removes_matching_artifact_paths_from_the_host_before_the_step() {
+    let mut f = fixture(Box::new(|_req, root| {
+        let results = root.join("workspace/artifact/results");
+        assert!(results.is_dir());
+        assert!(!results.join("old.csv").exists(), "cleaned before the step");
+        assert!(root.join("workspace/artifact/main.py").exists());
+        Ok(exited(0, 1, ""))
+    }));
+    let mut s = step("experiment", Stage::Run, "x");
+    s.clean = vec!["results/**".into()];
+    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    assert!(verdict.unwrap().passed);
+    assert!(log.contains("clean: removed results/old.csv\n"), "{log}");
+}
+
+#[test]
+fn clean_never_follows_a_linked_artifact() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("results")).unwrap();
+    std::fs::write(outside.path().join("results/keep"), "keep").unwrap();
+    let mut f = fixture(Box::new(|_, _| Ok(exited(0, 1, ""))));
+    let artifact = f.env.root.host_path().join("workspace/artifact");
+    std::fs::remove_dir_all(&artifact).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &artifact).unwrap();
+    let mut s = step("experiment", Stage::Run, "x");
+    s.clean = vec!["results/**".into()];
+    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    assert!(verdict.unwrap().passed);
+    assert!(log.contains("clean: nothing to remove"), "{log}");
+    assert!(outside.path().join("results/keep").exists());
+}
+
+#[test]
+fn network_follows_verify_network() {
+    let mut f = fixture(by_command());
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    f.run(&spec, 900, true).0.unwrap();
+    assert_eq!(f.env.phases, [Network::Outbound]);
+}
+
+#[test]
+fn an_environment_failure_is_an_error_and_the_phase_still_ends() {
+    let mut f = fixture(Box::new(|_, _| {
+        Err(EnvError::Command { program: "fake".into(), detail: "broken".into() })
+    }));
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    assert!(f.run(&spec, 900, false).0.is_err());
+    assert_eq!(f.env.ended, 1);
+    assert!(!f.env.in_phase);
+}
+
+#[test]
+fn a_cancel_is_an_error_and_the_phase_still_ends() {
+    let mut f = fixture(Box::new(|_, _| {
+        Ok(Act { status: ExitStatus::Cancelled, seconds: 1, stdout: String::new() })
+    }));
+    let spec = VerifySpec {
+        steps: vec![step("a", Stage::Run, "ok"), step("b", Stage::Run, "ok")],
+        checks: vec![],
+    };
+    let err = f.run(&spec, 900, false).0.unwrap_err();
+    assert!(err.to_string().contains("cancelled"), "{err}");
+    assert_eq!(f.requests().len(), 1);
+    assert_eq!(f.env.ended, 1);
+}
+
+#[test]
+fn a_signal_is_a_failure_with_the_shell_code() {
+    let mut f = fixture(Box::new(|_, _| {
+        Ok(Act { status: ExitStatus::Signaled(9), seconds: 1, stdout: String::new() })
+    }));
+    let spec = VerifySpec { steps: vec![step("a", Stage::Setup, "ok")], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert_eq!(verdict.steps[0].status, StepStatus::Failed);
+    assert_eq!(verdict.steps[0].exit_code, Some(137));
+    assert_eq!(verdict.stage, crate::VerdictStage::None);
+    assert!(log.contains("killed by signal 9"), "{log}");
+}
