@@ -1,1 +1,34 @@
-fn main() {}
+//! `cleanroom`: can this agent deploy a research artifact on a fresh machine
+//! and run the paper's designated experiment?
+
+mod args;
+mod error;
+mod image_cmd;
+mod interrupt;
+mod run_cmd;
+mod tasks_cmd;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command, TasksCommand};
+
+fn main() -> ExitCode {
+    // Signals are handled by one thread (interrupt.rs); block them before
+    // any other thread exists so they all inherit the mask.
+    interrupt::block_signals();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Image(args::ImageCommand::Build(a)) => image_cmd::build(a),
+        Command::Tasks(TasksCommand::List(a)) => tasks_cmd::list(a),
+        Command::Run(a) => run_cmd::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cleanroom: {e}");
+            e.exit_code()
+        }
+    }
+}

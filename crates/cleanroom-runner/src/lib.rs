@@ -1,1 +1,112 @@
-//! cleanroom-runner
+//! The runner: trials = tasks × agents × trials, run `jobs` at a time, each
+//! attempt that ends in infra_error retried up to `retries` times. It emits
+//! [`Event`]s and nothing else; the caller decides what to print and write.
+
+mod artifacts;
+mod classify;
+mod event;
+mod trial;
+
+pub use artifacts::{stage_artifacts, Staged, StagedArtifact};
+pub use event::{Event, TrialFile, TrialKey};
+pub use trial::PIDS_MAX;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::mpsc::Sender;
+use std::sync::Mutex;
+
+use cleanroom_agent::AgentSpec;
+use cleanroom_env::{Backend, CancelToken};
+use cleanroom_store::Outcome;
+use cleanroom_task::Task;
+
+use crate::trial::AttemptEnd;
+
+/// An agent of the run: its parsed SPEC, the SPEC as given, its id.
+#[derive(Debug, Clone)]
+pub struct AgentEntry {
+    pub spec: AgentSpec,
+    pub spec_text: String,
+    pub id: String,
+}
+
+/// Everything one run needs.
+pub struct RunInput<'a> {
+    pub tasks: &'a [Task],
+    pub agents: &'a [AgentEntry],
+    pub trials: u32,
+    pub jobs: usize,
+    pub retries: u32,
+    pub timeout_multiplier: f64,
+    pub allow_unlimited: bool,
+    pub gate: String,
+    pub backend: &'a dyn Backend,
+    /// Image name → its root file system.
+    pub images: &'a HashMap<String, PathBuf>,
+    pub artifacts: &'a Staged,
+    pub cancel: CancelToken,
+}
+
+/// Every trial of the run in a stable order: task, then agent, then number.
+pub fn plan(tasks: &[Task], agents: &[AgentEntry], trials: u32) -> Vec<TrialKey> {
+    let mut keys = Vec::new();
+    for task in tasks {
+        for agent in agents {
+            for trial in 1..=trials {
+                keys.push(TrialKey { task: task.id.clone(), agent_id: agent.id.clone(), trial });
+            }
+        }
+    }
+    keys
+}
+
+/// Runs `todo` (from [`plan`], less what a resumed run already has) and
+/// sends every event to `events`. Returns when every trial has a record or
+/// the cancel token fired and the running trials have stopped.
+pub fn run(input: &RunInput, todo: Vec<TrialKey>, events: Sender<Event>) {
+    let _ = events.send(Event::Planned { trials: todo.len() });
+    let queue = Mutex::new(VecDeque::from(todo));
+    std::thread::scope(|scope| {
+        for _ in 0..input.jobs.max(1) {
+            let events = events.clone();
+            let queue = &queue;
+            scope.spawn(move || loop {
+                if input.cancel.is_cancelled() {
+                    return;
+                }
+                let Some(key) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
+                    return;
+                };
+                run_trial(input, &key, &events);
+            });
+        }
+    });
+    let _ = events.send(Event::Finished { interrupted: input.cancel.is_cancelled() });
+}
+
+fn run_trial(input: &RunInput, key: &TrialKey, events: &Sender<Event>) {
+    let (Some(task), Some(agent)) = (
+        input.tasks.iter().find(|t| t.id == key.task),
+        input.agents.iter().find(|a| a.id == key.agent_id),
+    ) else {
+        return;
+    };
+    for attempt in 1..=input.retries + 1 {
+        let _ = events.send(Event::TrialStarted { key: key.clone(), attempt });
+        match trial::attempt(input, task, agent, key, attempt) {
+            AttemptEnd::Interrupted => return,
+            AttemptEnd::Done(record, files) => {
+                let retry = record.outcome == Outcome::InfraError && attempt <= input.retries && !input.cancel.is_cancelled();
+                let _ = events.send(if retry {
+                    Event::AttemptFailed { record, files }
+                } else {
+                    Event::TrialFinished { record, files }
+                });
+                if !retry {
+                    return;
+                }
+            }
+        }
+    }
+}

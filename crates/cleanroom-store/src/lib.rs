@@ -1,1 +1,30 @@
-//! cleanroom-store
+//! The run directory (DESIGN.md, "Run directory"): one result.json per trial
+//! written by atomic rename, the attempts that ended in infra errors, logs,
+//! run.toml and summary.json. Every writer holds the run's lock, so two
+//! cleanroom processes never write one run.
+
+mod agent_id;
+mod atomic;
+mod error;
+mod lock;
+mod record;
+mod run_config;
+mod run_dir;
+mod summary;
+mod time;
+
+pub use agent_id::agent_ids;
+pub use error::StoreError;
+pub use record::{
+    ChangeCounts, Evidence, FailureClass, Outcome, StopReason, Tag, Timings, Tokens, TrialRecord,
+    SCHEMA_VERSION,
+};
+pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
+pub use run_dir::{new_run_id, RunDir, RESULT_FILE};
+pub use summary::{AgentSummary, Counts, Summary};
+pub use time::{rfc3339_utc, rfc3339_utc_now};
+
+/// The types of other crates that a record embeds, so that readers of
+/// records need only this crate.
+pub use cleanroom_env::{LimitState, Limits};
+pub use cleanroom_verify::{Verdict, VerdictStage};

@@ -1,0 +1,113 @@
+//! The command line (DESIGN.md, "Command line"): the surface users learn.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(name = "cleanroom", version, about = "Can this agent deploy a research artifact on a fresh machine and run its designated experiment?")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Base images for environments.
+    #[command(subcommand)]
+    Image(ImageCommand),
+    /// Tasks: list them.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+    /// Run agents on tasks in fresh environments and verify them.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ImageCommand {
+    /// Build a base image with debootstrap from the host's apt mirror.
+    Build(ImageBuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImageBuildArgs {
+    #[arg(long, default_value = "debian-12-minimal")]
+    pub image: String,
+    /// Debian mirror URL (default: the host's configured apt mirror).
+    #[arg(long)]
+    pub mirror: Option<String>,
+    /// Rebuild even if the image exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// List tasks with their metadata.
+    List(TasksListArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct TasksListArgs {
+    /// A task directory, or a directory of tasks.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ListFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Gate {
+    Off,
+    Advisory,
+    Enforced,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A task directory, or a directory of tasks.
+    #[arg(long = "tasks", required_unless_present = "resume")]
+    pub tasks: Vec<PathBuf>,
+    /// Run only this task (repeatable).
+    #[arg(long = "task")]
+    pub task_ids: Vec<String>,
+    /// oracle | nop | script:PATH (repeatable).
+    #[arg(long = "agent", required_unless_present = "resume")]
+    pub agents: Vec<String>,
+    #[arg(long, default_value_t = 1)]
+    pub trials: u32,
+    /// Trials at once (default: the number of CPUs).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    #[arg(long, default_value = "sandbox")]
+    pub backend: String,
+    /// Parent directory of the run directories.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    #[arg(long, value_enum, default_value = "off")]
+    pub gate: Gate,
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// Scales every agent time budget.
+    #[arg(long, default_value_t = 1.0)]
+    pub timeout_multiplier: f64,
+    /// Retries of a trial that ends in infra_error.
+    #[arg(long, default_value_t = 1)]
+    pub retries: u32,
+    /// Finish an interrupted run: rerun the trials without a result.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// Start trials even where a limit cannot be enforced (recorded).
+    #[arg(long)]
+    pub allow_unlimited: bool,
+    /// Exit 100 when the pass rate is below RATE (0 to 1).
+    #[arg(long, value_name = "RATE")]
+    pub fail_under: Option<f64>,
+}

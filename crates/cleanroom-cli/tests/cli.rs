@@ -1,0 +1,298 @@
+//! The real command line on real tasks in real sandboxes: example tasks,
+//! tasks written by outsiders, adversarial agents, interruption and resume,
+//! and what is left on the host afterwards. Needs root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn cleanroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cleanroom"))
+}
+
+fn temp_out(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cleanroom-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn fixtures(rel: &str) -> String {
+    repo().join(rel).display().to_string()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Runs `cleanroom run ARGS --out OUT` and returns its output and the one
+/// run directory it made.
+fn run(out: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let output = cleanroom().arg("run").args(args).arg("--out").arg(out).output().unwrap();
+    (output, only_run_dir(out))
+}
+
+fn only_run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one run directory expected in {}", out.display());
+    dirs[0].clone()
+}
+
+/// Every result.json of a run, read as an outside script would.
+fn results(run_dir: &Path) -> Vec<Value> {
+    let mut found = Vec::new();
+    let trials = run_dir.join("trials");
+    for task in std::fs::read_dir(&trials).into_iter().flatten().flatten() {
+        for agent in std::fs::read_dir(task.path()).unwrap().flatten() {
+            for n in std::fs::read_dir(agent.path()).unwrap().flatten() {
+                let path = n.path().join("result.json");
+                if path.exists() {
+                    found.push(serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap());
+                }
+            }
+        }
+    }
+    found
+}
+
+fn by_agent<'a>(results: &'a [Value], agent_id: &str) -> Vec<&'a Value> {
+    results.iter().filter(|r| r["agent_id"] == agent_id).collect()
+}
+
+fn trial_file(run_dir: &Path, r: &Value, name: &str) -> String {
+    let path = run_dir
+        .join("trials")
+        .join(r["task"].as_str().unwrap())
+        .join(r["agent_id"].as_str().unwrap())
+        .join(r["trial"].to_string())
+        .join(name);
+    String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned()
+}
+
+/// Nothing of a finished cleanroom process is left on the host: no
+/// environment directory, cgroup, mount or process.
+fn assert_nothing_left(pid: u32) {
+    let prefix = format!("{pid}-");
+    let home = PathBuf::from(std::env::var("CLEANROOM_HOME").unwrap_or_else(|_| "/var/lib/cleanroom".into()));
+    let mut places = vec![home.join("envs")];
+    for c in ["memory", "pids", "cpu", "freezer", ""] {
+        places.push(Path::new("/sys/fs/cgroup").join(c).join("cleanroom"));
+    }
+    for dir in places {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(!name.starts_with(&prefix), "{} left behind in {}", name, dir.display());
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&format!("/envs/{prefix}")), "a mount of the run is left");
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit(')').next().and_then(|s| s.split_whitespace().nth(1)).unwrap_or("");
+        assert_ne!(ppid, pid.to_string(), "a child of the run outlived it: {stat}");
+    }
+}
+
+fn run_pid(run_dir: &Path) -> Option<u32> {
+    // The run's environments are named after the process that made them;
+    // the lock file holds that pid too.
+    std::fs::read_to_string(run_dir.join(".lock")).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn examples_pass_with_the_oracle_and_fail_with_nop() {
+    let out = temp_out("examples");
+    let (output, run_dir) =
+        run(&out, &["--tasks", &fixtures("examples/tasks"), "--agent", "oracle", "--agent", "nop", "--jobs", "2"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    let tasks = std::fs::read_dir(repo().join("examples/tasks")).unwrap().count();
+    assert!(tasks >= 3);
+    assert_eq!(results.len(), 2 * tasks);
+    for r in by_agent(&results, "oracle") {
+        assert_eq!(r["outcome"], "passed", "oracle on {}: {}", r["task"], trial_file(&run_dir, r, "verify.log"));
+        assert_eq!(r["stage"], "results");
+        assert_eq!(r["limits"]["memory"], "enforced");
+    }
+    for r in by_agent(&results, "nop") {
+        assert_eq!(r["outcome"], "failed", "nop on {}", r["task"]);
+        assert_eq!(r["class"], "self_stop");
+        assert_eq!(r["stop_reason"], "finished");
+    }
+    let summary: Value = serde_json::from_slice(&std::fs::read(run_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["planned"], 2 * tasks);
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("oracle") && table.contains("nop"), "{table}");
+    assert!(run_dir.join("run.toml").exists());
+}
+
+#[test]
+fn third_party_tasks_run_unchanged() {
+    let out = temp_out("thirdparty");
+    let (output, run_dir) = run(
+        &out,
+        &["--tasks", &fixtures("tests/fixtures/tasks-thirdparty"), "--agent", "oracle", "--agent", "nop", "--jobs", "2"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 4);
+    for r in &results {
+        let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
+        assert_eq!(r["outcome"], expected, "{} on {}: {}", r["agent_id"], r["task"], trial_file(&run_dir, r, "verify.log"));
+    }
+    let config = std::fs::read_to_string(run_dir.join("run.toml")).unwrap();
+    assert!(config.contains("pypi-sdist") && config.contains("sha256"), "fetched artifacts are recorded: {config}");
+}
+
+#[test]
+fn adversarial_agents_never_pass() {
+    let out = temp_out("adversarial");
+    let agents = ["search-verifier", "plant-outputs", "detached-tamper", "replace-tools", "probe-walls"];
+    let mut args = vec!["--tasks".to_string(), fixtures("tests/fixtures/tasks-adversarial"), "--jobs".into(), "2".into()];
+    for a in agents {
+        args.push("--agent".into());
+        args.push(format!("script:{}", fixtures(&format!("tests/fixtures/agents/{a}.sh"))));
+    }
+    args.extend(["--agent".into(), "oracle".into()]);
+    let hostname_before = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (output, run_dir) = run(&out, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), agents.len() + 1);
+    let shadow_line = std::fs::read_to_string("/etc/shadow").unwrap().lines().next().unwrap_or("root:").to_string();
+    for r in &results {
+        let id = r["agent_id"].as_str().unwrap();
+        let verify_log = trial_file(&run_dir, r, "verify.log");
+        if id == "oracle" {
+            assert_eq!(r["outcome"], "passed", "{verify_log}");
+            continue;
+        }
+        assert_eq!(r["outcome"], "failed", "{id} passed: {verify_log}");
+        let record = r.to_string();
+        assert!(!record.contains(&shadow_line) && !verify_log.contains(&shadow_line), "{id} made the harness read /etc/shadow");
+    }
+    let search = by_agent(&results, "script-search-verifier-sh")[0];
+    let log = trial_file(&run_dir, search, "agent.log");
+    assert!(!log.contains("probe.csv") && !log.contains("reference values"), "the verifier was visible: {log}");
+    let probe = by_agent(&results, "script-probe-walls-sh")[0];
+    let report = trial_file(&run_dir, probe, "agent.log");
+    let open: Vec<&str> = report.lines().filter(|l| l.starts_with("OPEN")).collect();
+    assert!(open.is_empty(), "walls that did not hold:\n{}", open.join("\n"));
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), hostname_before);
+    if let Some(pid) = run_pid(&run_dir) {
+        assert_nothing_left(pid);
+    }
+}
+
+#[test]
+fn tasks_list_writes_the_three_formats() {
+    let dir = fixtures("examples/tasks");
+    let csv = cleanroom().args(["tasks", "list", &dir, "--format", "csv"]).output().unwrap();
+    assert!(csv.status.success(), "{}", text(&csv));
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.starts_with("task_name,paper_title,difficulty,agent_time,type,pre2020,gpu,main_language,qemu"), "{csv}");
+    let json = cleanroom().args(["tasks", "list", &dir, "--format", "json"]).output().unwrap();
+    let list: Value = serde_json::from_slice(&json.stdout).unwrap();
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"rff-ridge"), "{ids:?}");
+    assert_eq!(csv.lines().count(), ids.len() + 1);
+    let table = cleanroom().args(["tasks", "list", &dir]).output().unwrap();
+    assert!(String::from_utf8_lossy(&table.stdout).contains("rff-ridge"));
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let out = temp_out("bad-input");
+    let bad_task = out.join("bad");
+    std::fs::create_dir_all(&bad_task).unwrap();
+    std::fs::write(bad_task.join("task.toml"), "schema_version = 1\n[task]\ntitle = \"x\"\ndomain = \"ai\"\nallow_internet = true\n[agent]\ntimeout_sec = 10\n").unwrap();
+    std::fs::write(bad_task.join("instruction.md"), "x").unwrap();
+    for (args, needle) in [
+        (vec!["run", "--tasks", bad_task.to_str().unwrap(), "--agent", "nop"], "task.toml:5"),
+        (vec!["run", "--tasks", "/no/such/dir", "--agent", "nop"], "/no/such/dir"),
+        (vec!["run", "--tasks", &fixtures("examples/tasks"), "--agent", "orcale"], "orcale"),
+        (vec!["run", "--tasks", &fixtures("examples/tasks"), "--agent", "nop", "--task", "nope"], "nope"),
+        (vec!["tasks", "list", bad_task.to_str().unwrap()], "allow_internet"),
+    ] {
+        let output = cleanroom().args(&args).arg("--out").arg(&out).output().unwrap_or_else(|_| panic!("{args:?}"));
+        let output = if args[0] == "tasks" { cleanroom().args(&args).output().unwrap() } else { output };
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+        assert!(text(&output).contains(needle), "{args:?}: {}", text(&output));
+    }
+}
+
+/// A script agent that takes a few seconds, then stops.
+fn sleeper(dir: &Path) -> String {
+    let path = dir.join("sleeper.sh");
+    std::fs::write(&path, "#!/bin/bash\necho sleeping\nexec sleep 8\n").unwrap();
+    format!("script:{}", path.display())
+}
+
+fn wait_for_result_files(out: &Path, at_least: usize, limit: Duration) -> PathBuf {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(run_dir) = std::panic::catch_unwind(|| only_run_dir(out)) {
+            if results(&run_dir).len() >= at_least {
+                return run_dir;
+            }
+        }
+        assert!(Instant::now() < deadline, "no results appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn interrupted_run_resumes(signal: i32, name: &str) {
+    let out = temp_out(name);
+    let agent = sleeper(&out);
+    let mut child = cleanroom()
+        .args(["run", "--tasks", &fixtures("tests/fixtures/tasks-adversarial"), "--agent", "nop", "--agent", &agent])
+        .args(["--trials", "3", "--jobs", "1", "--out"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // nop trials come first; once they are recorded, the sleeper is running.
+    let run_dir = wait_for_result_files(&out, 3, Duration::from_secs(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, signal) };
+    let status = child.wait().unwrap();
+    if signal == libc::SIGINT {
+        assert_eq!(status.code(), Some(130), "Ctrl-C exits 130");
+        assert_nothing_left(pid);
+    }
+    let before = results(&run_dir).len();
+    assert!(before < 6, "the interrupted run should not have finished");
+
+    let resumed = cleanroom().arg("run").arg("--resume").arg(&run_dir).output().unwrap();
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let after = results(&run_dir);
+    assert_eq!(after.len(), 6, "every trial has exactly one result");
+    let mut keys: Vec<String> = after.iter().map(|r| format!("{}/{}/{}", r["task"], r["agent_id"], r["trial"])).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 6);
+}
+
+#[test]
+fn ctrl_c_leaves_a_resumable_run() {
+    interrupted_run_resumes(libc::SIGINT, "sigint");
+}
+
+#[test]
+fn kill_9_leaves_a_resumable_run() {
+    interrupted_run_resumes(libc::SIGKILL, "sigkill");
+}

@@ -1,0 +1,181 @@
+//! Sandbox environment lifecycle benchmark (plain `main`, no criterion).
+//!
+//! Each trial: create an environment with every limit in force (memory,
+//! pids, disk), begin a phase, exec `/bin/true`, end the phase, destroy.
+//! Needs root and the base image (built on first use).
+//!
+//! Environment variables:
+//! - `BENCH_N` trials per variant (default 50)
+//! - `BENCH_WARMUP` untimed trials first (default 2)
+//! - `BENCH_DISK_MB`, `BENCH_MEMORY_MB`, `BENCH_PIDS_MAX`, `BENCH_CPUS`
+//!   (defaults: the task format's defaults 20480, 4096, 4096 pids, 2 cpus)
+//! - `BENCH_HOME` where environments are made (default: a fresh directory
+//!   under the system temp dir, removed at the end)
+//! - `BENCH_VARIANTS` comma list of `loopback`, `outbound` (default both)
+//! - `BENCH_RAW_DIR` if set, every sample (ms) is also appended, one per
+//!   line, to `<dir>/cleanroom-<variant>-<part>.txt` (scripts/bench.sh pools
+//!   several rounds this way)
+//!
+//! Output: one `RESULT` line per variant and part, easy to grep:
+//! `RESULT <variant> <part> median_ms=.. p10_ms=.. p90_ms=..`
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use cleanroom_env::sandbox::SandboxBackend;
+use cleanroom_env::{image, Backend, CancelToken, EnvSpec, ExecRequest, Network};
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+const PARTS: [&str; 6] = ["total", "create", "begin_phase", "exec", "end_phase", "destroy"];
+
+#[derive(Default)]
+struct Samples {
+    /// One vector per entry of PARTS, in ms.
+    parts: [Vec<f64>; 6],
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Nearest-rank percentile of sorted data.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p / 100.0 * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+fn one_trial(
+    backend: &SandboxBackend,
+    spec: &EnvSpec,
+    network: Network,
+    req: &ExecRequest,
+    cancel: &CancelToken,
+) -> [Duration; 6] {
+    let t0 = Instant::now();
+    let mut env = backend.create(spec).expect("create environment");
+    let t1 = Instant::now();
+    env.begin_phase(network).expect("begin_phase");
+    let t2 = Instant::now();
+    let out = env.exec(req, cancel).expect("exec /bin/true");
+    let t3 = Instant::now();
+    assert!(out.status.success(), "/bin/true failed: {:?} {}", out.status, out.combined.to_string_lossy());
+    env.end_phase().expect("end_phase");
+    let t4 = Instant::now();
+    env.destroy().expect("destroy");
+    let t5 = Instant::now();
+    [t5 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is understood.
+    let n = env_u64("BENCH_N", 50).max(1) as usize;
+    let warmup = env_u64("BENCH_WARMUP", 2) as usize;
+    let spec_t = Instant::now();
+    let image = image::ensure(image::DEFAULT_IMAGE, None, &mut |msg| eprintln!("image: {msg}"))
+        .expect("base image");
+    eprintln!("base image: {} ({:.1} s)", image.root.display(), spec_t.elapsed().as_secs_f64());
+    let spec = EnvSpec {
+        image_root: image.root.clone(),
+        cpus: env_u64("BENCH_CPUS", 2) as u32,
+        memory_mb: env_u64("BENCH_MEMORY_MB", 4096),
+        disk_mb: env_u64("BENCH_DISK_MB", 20480),
+        pids_max: env_u64("BENCH_PIDS_MAX", 4096),
+        allow_unlimited: false,
+    };
+    let (home, remove_home) = match std::env::var_os("BENCH_HOME") {
+        Some(h) if !h.is_empty() => (PathBuf::from(h), false),
+        _ => (std::env::temp_dir().join(format!("cleanroom-bench-{}", std::process::id())), true),
+    };
+    let backend = SandboxBackend::new(&home).expect("sandbox backend");
+    {
+        // Every limit must be in force, or the figures mean nothing.
+        let env = backend.create(&spec).expect("create environment");
+        let l = env.limits();
+        assert!(
+            [l.memory, l.pids, l.disk].iter().all(|s| *s == cleanroom_env::LimitState::Enforced),
+            "a limit is not enforced: {l:?}"
+        );
+        env.destroy().expect("destroy");
+    }
+    let req = ExecRequest {
+        argv: vec!["/bin/true".into()],
+        cwd: "/".into(),
+        env: vec![("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into())],
+        timeout: Some(Duration::from_secs(60)),
+        grace: Duration::from_secs(1),
+        output_limit: 64 * 1024,
+    };
+    let cancel = CancelToken::new().expect("cancel token");
+    let variants = std::env::var("BENCH_VARIANTS").unwrap_or_else(|_| "loopback,outbound".into());
+    println!(
+        "cleanroom sandbox bench: N={n} (+{warmup} warm-up), cpus={} memory_mb={} disk_mb={} pids_max={}, home={}",
+        spec.cpus,
+        spec.memory_mb,
+        spec.disk_mb,
+        spec.pids_max,
+        home.display()
+    );
+    for variant in variants.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        let network = match variant {
+            "loopback" => Network::LoopbackOnly,
+            "outbound" => Network::Outbound,
+            other => panic!("unknown variant {other} (loopback, outbound)"),
+        };
+        for _ in 0..warmup {
+            one_trial(&backend, &spec, network, &req, &cancel);
+        }
+        let mut s = Samples::default();
+        for _ in 0..n {
+            let d = one_trial(&backend, &spec, network, &req, &cancel);
+            for (i, d) in d.iter().enumerate() {
+                s.parts[i].push(ms(*d));
+            }
+        }
+        if let Some(dir) = std::env::var_os("BENCH_RAW_DIR").filter(|d| !d.is_empty()) {
+            use std::io::Write;
+            let dir = PathBuf::from(dir);
+            std::fs::create_dir_all(&dir).expect("BENCH_RAW_DIR");
+            for (i, part) in PARTS.iter().enumerate() {
+                let path = dir.join(format!("cleanroom-{variant}-{part}.txt"));
+                let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("raw file");
+                for v in &s.parts[i] {
+                    writeln!(f, "{v:.3}").expect("write raw file");
+                }
+            }
+        }
+        println!("-- variant {variant} (Network::{network:?}): create + begin_phase + exec /bin/true + end_phase + destroy");
+        for (i, part) in PARTS.iter().enumerate() {
+            let v = &mut s.parts[i];
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            println!(
+                "RESULT {variant:<8} {part:<11} median_ms={:8.2} p10_ms={:8.2} p90_ms={:8.2} min_ms={:8.2} max_ms={:8.2}",
+                median(v),
+                percentile(v, 10.0),
+                percentile(v, 90.0),
+                v[0],
+                v[v.len() - 1],
+            );
+        }
+    }
+    if remove_home {
+        let _ = std::fs::remove_dir_all(&home);
+    }
+}

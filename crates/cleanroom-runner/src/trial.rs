@@ -1,0 +1,135 @@
+//! One attempt at one trial: a fresh environment, the agent phase, every
+//! agent process killed, the artifact compared with its original, the
+//! hidden pipeline, the environment destroyed, the record built.
+
+use std::time::Instant;
+
+use cleanroom_agent::{populate_workspace, run_agent, Stop};
+use cleanroom_env::{EnvError, EnvSpec, Globs, Network};
+use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
+use cleanroom_task::Task;
+use cleanroom_verify::{run_pipeline, ChangeKind, Changes};
+
+use crate::classify::{classify, stop_reason};
+use crate::event::{TrialFile, TrialKey};
+use crate::{AgentEntry, RunInput};
+
+/// Process limit of every environment (the task format has no key for it).
+pub const PIDS_MAX: u64 = 4096;
+
+pub(crate) enum AttemptEnd {
+    Done(TrialRecord, Vec<TrialFile>),
+    /// Ctrl-C: no record, so a resumed run does the trial again.
+    Interrupted,
+}
+
+pub(crate) fn attempt(input: &RunInput, task: &Task, agent: &AgentEntry, key: &TrialKey, attempt: u32) -> AttemptEnd {
+    let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
+    record.gate = input.gate.clone();
+    let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
+    let gpus = if needs_gpu { task.spec.environment.gpus.max(1) } else { 0 };
+    if let Some(reason) = input.backend.cannot_provide(gpus, task.spec.task.qemu) {
+        record.outcome = Outcome::Skipped;
+        record.skip_reason = Some(reason);
+        record.finished_at = cleanroom_store::rfc3339_utc_now();
+        return AttemptEnd::Done(record, Vec::new());
+    }
+    let mut files = Vec::new();
+    match run(input, task, agent, &mut record, &mut files) {
+        Ok(true) => {
+            record.finished_at = cleanroom_store::rfc3339_utc_now();
+            AttemptEnd::Done(record, files)
+        }
+        Ok(false) => AttemptEnd::Interrupted,
+        Err(_) if input.cancel.is_cancelled() => AttemptEnd::Interrupted,
+        Err(e) => {
+            record.outcome = Outcome::InfraError;
+            record.class = None;
+            record.error = Some(e.to_string());
+            record.finished_at = cleanroom_store::rfc3339_utc_now();
+            AttemptEnd::Done(record, files)
+        }
+    }
+}
+
+/// Fills `record`; Ok(false) when interrupted.
+fn run(
+    input: &RunInput,
+    task: &Task,
+    agent: &AgentEntry,
+    record: &mut TrialRecord,
+    files: &mut Vec<TrialFile>,
+) -> Result<bool, EnvError> {
+    let staged = match input.artifacts.get(&task.id) {
+        Some(Ok(staged)) => staged,
+        Some(Err(why)) => return Err(EnvError::Phase(why.clone())),
+        None => return Err(EnvError::Phase(format!("artifact of {} was not staged", task.id))),
+    };
+    let image_root = input
+        .images
+        .get(&task.spec.environment.image)
+        .ok_or_else(|| EnvError::Phase(format!("image {} was not prepared", task.spec.environment.image)))?;
+    let started = Instant::now();
+    let spec = EnvSpec {
+        image_root: image_root.clone(),
+        cpus: task.spec.environment.cpus,
+        memory_mb: task.spec.environment.memory_mb,
+        disk_mb: task.spec.environment.disk_mb,
+        pids_max: PIDS_MAX,
+        allow_unlimited: input.allow_unlimited,
+    };
+    let mut env = input.backend.create(&spec)?;
+    record.limits = Some(env.limits());
+    let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
+    env.begin_phase(network)?;
+    populate_workspace(env.as_ref(), task, &staged.dir)?;
+    record.timings.environment = started.elapsed().as_secs_f64();
+
+    let agent_run = run_agent(&agent.spec, task, env.as_ref(), input.timeout_multiplier, &input.cancel);
+    // Every process the agent started dies here, on every path.
+    let ended = env.end_phase();
+    let agent_run = agent_run?;
+    ended?;
+    files.push(TrialFile { name: "agent.log", bytes: agent_run.output.to_bytes() });
+    record.timings.agent = agent_run.duration.as_secs_f64();
+    if agent_run.stop == Stop::Interrupted {
+        return Ok(false);
+    }
+    record.stop_reason = stop_reason(agent_run.stop);
+    record.exit_code = agent_run.exit_code;
+
+    let verify_started = Instant::now();
+    let dest = &task.spec.artifact.dest;
+    let after = env.root().manifest(dest).map_err(|e| EnvError::io(format!("list {dest}"), e))?;
+    let protected = Globs::new(&task.spec.verify.protected).map_err(EnvError::Phase)?;
+    let changes = Changes::compare(&staged.manifest, &after, &protected);
+    files.push(TrialFile { name: "changes.txt", bytes: changes.render().into_bytes() });
+    record.changes = Some(count(&changes));
+    record.tampered = changes.tampered.clone();
+
+    let mut verify_log = Vec::new();
+    let verdict = run_pipeline(env.as_mut(), task, &input.cancel, &mut verify_log);
+    files.push(TrialFile { name: "verify.log", bytes: verify_log });
+    let verdict = verdict?;
+    record.timings.verify = verify_started.elapsed().as_secs_f64();
+    env.destroy()?;
+
+    let (outcome, class) = classify(agent_run.stop, verdict.passed, changes.is_tampered());
+    record.outcome = outcome;
+    record.class = class;
+    record.stage = verdict.stage;
+    record.verdict = Some(verdict);
+    Ok(true)
+}
+
+fn count(changes: &Changes) -> ChangeCounts {
+    let mut counts = ChangeCounts::default();
+    for c in &changes.changes {
+        match c.kind {
+            ChangeKind::Added => counts.added += 1,
+            ChangeKind::Removed => counts.removed += 1,
+            ChangeKind::Modified | ChangeKind::TypeChanged => counts.modified += 1,
+        }
+    }
+    counts
+}

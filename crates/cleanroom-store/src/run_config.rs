@@ -1,0 +1,66 @@
+//! run.toml: the resolved configuration of a run, enough to resume it
+//! without the original command line and to reproduce it later.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The resolved configuration of a run, written to run.toml.
+///
+/// Never put a secret here: run.toml is shared with results. Models name
+/// their API key by environment variable only (DESIGN.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The cleanroom version that made the run.
+    pub tool_version: String,
+    /// RFC 3339, UTC.
+    pub created: String,
+    pub run_id: String,
+    /// The environment backend, e.g. `sandbox`.
+    pub backend: String,
+    /// Base image name to its digest.
+    #[serde(default)]
+    pub images: BTreeMap<String, String>,
+    /// The task directories as given, made absolute.
+    pub tasks: Vec<String>,
+    /// The `--task` selections; empty means every task.
+    #[serde(default)]
+    pub task_ids: Vec<String>,
+    pub agents: Vec<AgentEntry>,
+    pub trials: u32,
+    pub jobs: u32,
+    /// `off`, `advisory` or `enforced`.
+    pub gate: String,
+    pub timeout_multiplier: f64,
+    pub retries: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+    #[serde(default)]
+    pub allow_unlimited: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_under: Option<f64>,
+    /// Task id to the artifact it was run against.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, ArtifactEntry>,
+}
+
+/// An agent of the run: its SPEC as given and its id in trial paths.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentEntry {
+    pub spec: String,
+    pub id: String,
+}
+
+/// Where a task's artifact came from, pinned as far as its kind allows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArtifactEntry {
+    /// E.g. `git`, `archive`, `directory`.
+    pub kind: String,
+    /// A URL or a path.
+    pub location: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A git commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+}

@@ -1,0 +1,188 @@
+//! The run directory through its public API, on a real file system.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+use cleanroom_store::{
+    AgentEntry, ArtifactEntry, Outcome, RunConfig, RunDir, StoreError, Summary, TrialRecord,
+};
+
+fn config(run_id: &str) -> RunConfig {
+    RunConfig {
+        tool_version: "0.1.0".into(),
+        created: "2026-11-29T21:12:55.000Z".into(),
+        run_id: run_id.into(),
+        backend: "sandbox".into(),
+        images: BTreeMap::from([("debian-12-minimal".into(), "sha256:abc".into())]),
+        tasks: vec!["/work/tasks".into()],
+        task_ids: vec![],
+        agents: vec![AgentEntry { spec: "nop".into(), id: "nop".into() }],
+        trials: 2,
+        jobs: 4,
+        gate: "off".into(),
+        timeout_multiplier: 1.5,
+        retries: 1,
+        max_steps: None,
+        allow_unlimited: false,
+        fail_under: Some(0.5),
+        artifacts: BTreeMap::from([(
+            "sobol-seq".into(),
+            ArtifactEntry {
+                kind: "git".into(),
+                location: "https://example.org/sobol.git".into(),
+                sha256: None,
+                revision: Some("0123abcd".into()),
+            },
+        )]),
+    }
+}
+
+fn record(task: &str, agent_id: &str, n: u32) -> TrialRecord {
+    let mut r = TrialRecord::new(task, agent_id, agent_id, n, 1);
+    r.outcome = Outcome::Passed;
+    r.started_at = "2026-11-29T21:12:55.000Z".into();
+    r.finished_at = "2026-11-29T21:13:07.300Z".into();
+    r
+}
+
+#[test]
+fn create_refuses_an_existing_run_and_makes_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("runs");
+    let run = RunDir::create(&out, "r1").unwrap();
+    assert_eq!(run.run_id(), "r1");
+    assert_eq!(run.path(), out.join("r1"));
+    drop(run);
+    let err = RunDir::create(&out, "r1").unwrap_err();
+    assert!(matches!(err, StoreError::RunExists(_)), "{err}");
+    assert!(err.to_string().contains("r1"), "{err}");
+    assert!(matches!(RunDir::create(&out, "../escape"), Err(StoreError::BadName { .. })));
+}
+
+#[test]
+fn open_needs_run_toml_and_the_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    let path = run.path().to_path_buf();
+
+    let err = RunDir::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::NoRun(_)), "{err}");
+    assert!(err.to_string().contains("run.toml"), "{err}");
+
+    run.write_run_config(&config("r1")).unwrap();
+    let err = RunDir::open(&path).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, StoreError::InUse { pid: Some(p), .. } if p == std::process::id()),
+        "{msg}"
+    );
+    assert!(msg.contains("in use by another cleanroom process"), "{msg}");
+    assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+
+    drop(run);
+    let reopened = RunDir::open(&path).unwrap();
+    assert_eq!(reopened.read_run_config().unwrap(), config("r1"));
+}
+
+#[test]
+fn run_toml_round_trips_and_says_no_secrets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    let mut c = config("r1");
+    c.max_steps = Some(30);
+    c.fail_under = None;
+    run.write_run_config(&c).unwrap();
+    let text = fs::read_to_string(run.path().join("run.toml")).unwrap();
+    assert!(text.starts_with("# "), "{text}");
+    assert!(text.contains("never holds secrets"), "{text}");
+    assert!(text.contains("[[agents]]"), "{text}");
+    assert_eq!(run.read_run_config().unwrap(), c);
+
+    fs::write(run.path().join("run.toml"), "trials = \"many\"\n").unwrap();
+    let err = run.read_run_config().unwrap_err().to_string();
+    assert!(err.contains("run.toml"), "{err}");
+}
+
+#[test]
+fn results_are_written_once_and_loaded_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    assert!(!run.has_result("sobol-seq", "nop", 1));
+    for (task, n) in [("sobol-seq", 10), ("sobol-seq", 2), ("alpha", 1)] {
+        run.write_result(&record(task, "nop", n)).unwrap();
+    }
+    assert!(run.has_result("sobol-seq", "nop", 2));
+    assert!(!run.has_result("sobol-seq", "nop", 3));
+    assert!(!run.has_result("..", "nop", 2));
+    let dir = run.path().join("trials/sobol-seq/nop/2");
+    assert!(dir.join("result.json").is_file());
+    // Only the result: no temporary left behind.
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+
+    let err = run.write_result(&record("sobol-seq", "nop", 2)).unwrap_err();
+    assert!(matches!(err, StoreError::ResultExists(_)), "{err}");
+
+    let loaded = run.load_results().unwrap();
+    let keys: Vec<_> = loaded.iter().map(|r| (r.task.as_str(), r.trial)).collect();
+    assert_eq!(keys, [("alpha", 1), ("sobol-seq", 2), ("sobol-seq", 10)]);
+    assert_eq!(loaded[0], record("alpha", "nop", 1));
+}
+
+#[test]
+fn a_corrupt_or_newer_result_names_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    run.write_result(&record("t", "nop", 1)).unwrap();
+    let dir = run.trial_dir("t", "nop", 2).unwrap();
+    fs::write(dir.join("result.json"), "{\"schema_version\": 1, \"task\": ").unwrap();
+    let err = run.load_results().unwrap_err().to_string();
+    assert!(err.contains("trials/t/nop/2/result.json"), "{err}");
+
+    let mut newer = serde_json::to_value(record("t", "nop", 2)).unwrap();
+    newer["schema_version"] = 2.into();
+    newer["outcome"] = "something_new".into();
+    fs::write(dir.join("result.json"), newer.to_string()).unwrap();
+    let err = run.load_results().unwrap_err();
+    assert!(matches!(err, StoreError::NewerSchema { found: 2, .. }), "{err}");
+}
+
+#[test]
+fn attempts_and_files_beside_the_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    assert_eq!(run.next_attempt("t", "nop", 1), 1);
+    let mut first = TrialRecord::new("t", "nop", "nop", 1, 1);
+    first.error = Some("overlay mount failed".into());
+    run.write_attempt(&first).unwrap();
+    assert_eq!(run.next_attempt("t", "nop", 1), 2);
+    let dir = run.path().join("trials/t/nop/1");
+    let kept: TrialRecord =
+        serde_json::from_slice(&fs::read(dir.join("attempt-1.json")).unwrap()).unwrap();
+    assert_eq!(kept, first);
+    // An attempt is not a result.
+    assert!(!run.has_result("t", "nop", 1));
+    assert!(run.load_results().unwrap().is_empty());
+
+    run.write_file("t", "nop", 1, "agent.log", b"hello\n").unwrap();
+    assert_eq!(fs::read(dir.join("agent.log")).unwrap(), b"hello\n");
+    for name in ["result.json", "attempt-2.json"] {
+        let err = run.write_file("t", "nop", 1, name, b"{}").unwrap_err();
+        assert!(matches!(err, StoreError::ReservedName { .. }), "{err}");
+    }
+    for name in ["../result.json", "logs/agent.log", "", ".lock"] {
+        let err = run.write_file("t", "nop", 1, name, b"x").unwrap_err();
+        assert!(matches!(err, StoreError::BadName { .. }), "{name:?}: {err}");
+    }
+    assert!(!dir.join("result.json").exists());
+}
+
+#[test]
+fn summary_is_written_as_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    let summary = Summary::from_records(&[record("t", "nop", 1)], 2);
+    run.write_summary(&summary).unwrap();
+    let back: Summary =
+        serde_json::from_slice(&fs::read(run.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(back, summary);
+}
