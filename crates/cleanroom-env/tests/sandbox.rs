@@ -126,10 +126,14 @@ fn the_walls_hold() {
         "cat /dev/vda",
         "nsenter -t 1 -m true",
         "ip link set lo down",
+        "unshare -Ur true",
+        "unshare -Urm mount -t tmpfs none /mnt",
     ] {
         let (status, out) = sh(env.as_ref(), attempt);
         assert!(!status.success(), "`{attempt}` succeeded inside the environment: {out}");
     }
+    let (status, out) = sh(env.as_ref(), "(sleep 0.1 & wait) && echo threads-and-forks-work");
+    assert!(status.success() && out.contains("threads-and-forks-work"), "{out}");
     let (_, devs) = sh(env.as_ref(), "ls /dev");
     assert!(!devs.contains("vda") && !devs.contains("sda") && !devs.contains("loop"), "{devs}");
     env.destroy().unwrap();

@@ -16,6 +16,7 @@ mod caps;
 mod cgroup;
 mod keeper;
 mod phase;
+mod seccomp;
 mod spawn;
 mod sweep;
 

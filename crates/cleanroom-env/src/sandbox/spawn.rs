@@ -6,7 +6,8 @@
 //! ("intermediate") joins the environment's cgroup and namespaces, then
 //! forks again, because joining a PID namespace only applies to children.
 //! The grandchild starts a new session, drops every capability that is not
-//! kept (bounding set included) and execs the command.
+//! kept (bounding set included), installs the seccomp filter and execs the
+//! command.
 //!
 //! Exit status comes from the intermediate's `waitpid`, reported over a
 //! pipe: nothing inside the environment can forge it. The intermediate is
@@ -22,7 +23,7 @@ use crate::backend::{ExecOutcome, ExecRequest, ExitStatus};
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
 use crate::output::Captured;
-use crate::sandbox::{caps, pipe};
+use crate::sandbox::{caps, pipe, seccomp};
 
 /// Namespaces joined, in this order (mount last: it changes the root).
 const NAMESPACES: [&str; 6] = ["ipc", "uts", "net", "cgroup", "pid", "mnt"];
@@ -45,6 +46,7 @@ struct Prepared {
     devnull: OwnedFd,
     keep_mask: u64,
     last_cap: u32,
+    seccomp: Vec<libc::sock_filter>,
 }
 
 fn cstring(s: &str, what: &str) -> Result<CString, EnvError> {
@@ -95,6 +97,7 @@ fn prepare(target: &Target, req: &ExecRequest) -> Result<Prepared, EnvError> {
         devnull: open_fd("/dev/null", libc::O_RDONLY).map_err(|e| EnvError::io("/dev/null", e))?,
         keep_mask: caps::kept_mask(),
         last_cap: caps::last_cap(),
+        seccomp: seccomp::program(),
     })
 }
 
@@ -186,6 +189,11 @@ unsafe fn grandchild(p: &Prepared, out_w: RawFd, err_w: RawFd) -> ! {
             if sig != libc::SIGKILL && sig != libc::SIGSTOP {
                 libc::signal(sig, libc::SIG_DFL);
             }
+        }
+        // Installed while CAP_SYS_ADMIN is still held (no no_new_privs needed).
+        let prog = libc::sock_fprog { len: p.seccomp.len() as u16, filter: p.seccomp.as_ptr() as *mut _ };
+        if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0 {
+            die(b"cleanroom: cannot install the seccomp filter", SETUP_FAILED);
         }
         for cap in 0..=p.last_cap {
             if p.keep_mask & (1u64 << cap) == 0
