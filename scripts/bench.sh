@@ -210,5 +210,8 @@ if [ "$CLI_MED" != nan ]; then
 else
     row "nop trial via CLI" "-" "$CLI_ROW"
 fi
+if grep -q FAILED_TRIALS "$WORK/hand.out" 2>/dev/null; then
+    echo "   WARNING: some hand-made trials failed (not counted): $(grep -o 'handmade-[a-z]*.*FAILED_TRIALS=[0-9]*' "$WORK/hand.out" | sed 's/ median.*FAILED/ FAILED/' | tr '\n' ' ')"
+fi
 echo "   load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 exit 0

@@ -108,7 +108,15 @@ fi
 umount "$d/root"
 if [ "$variant" = full ]; then
     umount "$d/disk"
-    for c in "${cgdirs[@]}"; do rmdir "$c"; done
+    # A process that just exited can keep the cgroup busy for a moment.
+    for c in "${cgdirs[@]}"; do
+        tries=0
+        until rmdir "$c" 2>/dev/null; do
+            tries=$((tries + 1))
+            [ "$tries" -lt 2000 ] || { rmdir "$c"; exit 1; }
+            sleep 0.001
+        done
+    done
 fi
 rm -rf "$d"'
 
@@ -120,8 +128,17 @@ run_variant() {
         d=$SCRATCH/t$i
         cg_rel=$CG_PARENT/t$$-$i
         t0=$EPOCHREALTIME
-        unshare -m --propagation private bash -c "$TRIAL" trial "$variant" "$d" "$LOWER" "$DISK_MB" \
-            "$CG_KIND" "$cg_rel" $((MEMORY_MB * 1024 * 1024)) "$PIDS_MAX" "${CAPS[@]}"
+        if ! unshare -m --propagation private bash -c "$TRIAL" trial "$variant" "$d" "$LOWER" "$DISK_MB" \
+            "$CG_KIND" "$cg_rel" $((MEMORY_MB * 1024 * 1024)) "$PIDS_MAX" "${CAPS[@]}"; then
+            # Not counted; what it left is removed (its mounts died with its namespace).
+            echo "handmade-sandbox.sh: $variant trial $i failed" >&2
+            echo failed >>"$SCRATCH/failed-$variant"
+            for c in /sys/fs/cgroup/$cg_rel /sys/fs/cgroup/memory/$cg_rel /sys/fs/cgroup/pids/$cg_rel; do
+                [ -d "$c" ] && rmdir "$c" 2>/dev/null
+            done
+            rm -rf "$d"
+            continue
+        fi
         t1=$EPOCHREALTIME
         if ((i >= WARMUP)); then
             echo $(( (${t1/./} - ${t0/./}) ))
@@ -153,11 +170,15 @@ for v in "${variants[@]}"; do
     esac
     echo "-- handmade-$v: $what"
     samples=$(run_variant "$v")
-    if [ -n "${RAW_DIR:-}" ]; then
+    if [ -n "${RAW_DIR:-}" ] && [ -n "$samples" ]; then
         mkdir -p "$RAW_DIR"
         awk '{ printf "%.3f\n", $1 / 1000.0 }' <<<"$samples" >>"$RAW_DIR/handmade-$v.txt"
     fi
-    echo "RESULT handmade-$v $(summarize <<<"$samples")"
+    note=""
+    if [ -f "$SCRATCH/failed-$v" ]; then
+        note=" FAILED_TRIALS=$(wc -l <"$SCRATCH/failed-$v")"
+    fi
+    echo "RESULT handmade-$v $(summarize <<<"$samples")$note"
 done
 # The parent cgroups are left (empty, harmless); remove them if possible.
 if [ "$CG_KIND" = v2 ]; then

@@ -285,6 +285,8 @@ fn interrupted_run_resumes(signal: i32, name: &str) {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 6);
+    // Whatever the killed run left, the resumed run swept.
+    assert_nothing_left(pid);
 }
 
 #[test]
@@ -295,4 +297,76 @@ fn ctrl_c_leaves_a_resumable_run() {
 #[test]
 fn kill_9_leaves_a_resumable_run() {
     interrupted_run_resumes(libc::SIGKILL, "sigkill");
+}
+
+/// A bash-only task made on the fly: deployed means /opt/deployed exists;
+/// `data/` is protected.
+fn make_class_task(root: &Path, id: &str, extra_task_keys: &str) {
+    let dir = root.join(id);
+    std::fs::create_dir_all(dir.join("artifact/data")).unwrap();
+    std::fs::create_dir_all(dir.join("solution")).unwrap();
+    std::fs::create_dir_all(dir.join("verify")).unwrap();
+    std::fs::write(
+        dir.join("task.toml"),
+        format!("schema_version = 1\n[task]\ntitle = \"count lines\"\ndomain = \"systems\"\n{extra_task_keys}\n[agent]\ntimeout_sec = 3\n[verify]\nprotected = [\"data/**\"]\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("instruction.md"), "Deploy the line counter.\n").unwrap();
+    std::fs::write(dir.join("artifact/data/input.txt"), "a\nb\nc\n").unwrap();
+    std::fs::write(dir.join("artifact/count.sh"), "wc -l < data/input.txt > \"$CLEANROOM_OUT/n.txt\"\n").unwrap();
+    std::fs::write(dir.join("solution/setup.sh"), "touch /opt/deployed\n").unwrap();
+    std::fs::write(
+        dir.join("verify/checks.toml"),
+        "[[step]]\nname = \"count\"\nrun = \"test -f /opt/deployed && bash count.sh\"\n\n[[check]]\nname = \"lines\"\nfile = \"n.txt\"\nregex = '(\\d+)'\nexpect = 3\n",
+    )
+    .unwrap();
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/bash\n{body}\n")).unwrap();
+    format!("script:{}", path.display())
+}
+
+#[test]
+fn outcome_classes_are_recorded() {
+    let out = temp_out("classes");
+    let tasks = out.join("tasks");
+    make_class_task(&tasks, "count", "");
+    make_class_task(&tasks, "count-gpu", "gpu = true");
+    let agents = [
+        script(&out, "tamper.sh", "touch /opt/deployed; chmod 600 /workspace/artifact/data/input.txt"),
+        script(&out, "slow.sh", "sleep 100"),
+        script(&out, "crash.sh", "kill -9 $$"),
+        script(&out, "fails.sh", "touch /opt/deployed; exit 3"),
+    ];
+    let mut args = vec!["--tasks", tasks.to_str().unwrap(), "--agent", "oracle"];
+    for a in &agents {
+        args.extend(["--agent", a.as_str()]);
+    }
+    let runs = out.join("runs");
+    let (output, run_dir) = run(&runs, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    let get = |task: &str, agent: &str| {
+        results.iter().find(|r| r["task"] == task && r["agent_id"] == agent).unwrap_or_else(|| panic!("{task} {agent}"))
+    };
+    assert_eq!(get("count", "oracle")["outcome"], "passed");
+    let tamper = get("count", "script-tamper-sh");
+    assert_eq!((&tamper["outcome"], &tamper["class"]), (&Value::from("failed"), &Value::from("tampered")));
+    assert_eq!(tamper["tampered"], serde_json::json!(["data/input.txt"]));
+    assert!(trial_file(&run_dir, tamper, "changes.txt").contains("M data/input.txt"));
+    let slow = get("count", "script-slow-sh");
+    assert_eq!((&slow["class"], &slow["stop_reason"]), (&Value::from("budget"), &Value::from("timeout")));
+    let crash = get("count", "script-crash-sh");
+    assert_eq!((&crash["class"], &crash["stop_reason"]), (&Value::from("agent_error"), &Value::from("crash")));
+    let fails = get("count", "script-fails-sh");
+    assert_eq!(fails["outcome"], "passed", "a script's exit code does not decide: the verifier does");
+    assert_eq!((&fails["stop_reason"], &fails["exit_code"]), (&Value::from("finished"), &Value::from(3)));
+    for agent in ["oracle", "script-tamper-sh", "script-slow-sh", "script-crash-sh", "script-fails-sh"] {
+        let r = get("count-gpu", agent);
+        assert_eq!(r["outcome"], "skipped");
+        assert!(r["skip_reason"].as_str().unwrap().starts_with("gpus"), "{r}");
+        assert_eq!(r["class"], Value::Null);
+    }
 }

@@ -119,6 +119,39 @@ pub enum Network {
     LoopbackOnly,
 }
 
+/// One path of the environment that differs from its base image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathChange {
+    /// Absolute, inside the environment.
+    pub path: String,
+    pub kind: PathChangeKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl PathChangeKind {
+    pub fn letter(self) -> char {
+        match self {
+            PathChangeKind::Added => 'A',
+            PathChangeKind::Modified => 'M',
+            PathChangeKind::Deleted => 'D',
+        }
+    }
+}
+
+/// Every change since the environment was made; `truncated` when the
+/// listing was cut short.
+#[derive(Debug, Clone, Default)]
+pub struct EnvDiff {
+    pub changes: Vec<PathChange>,
+    pub truncated: bool,
+}
+
 /// A backend makes environments.
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
@@ -150,6 +183,10 @@ pub trait Environment: Send {
     /// Ends the current phase: every process started in it is killed, and
     /// this returns only once none is left.
     fn end_phase(&mut self) -> Result<(), EnvError>;
+
+    /// What differs from the base image, for the record (env-diff.txt).
+    /// Call between phases, when nothing runs.
+    fn diff(&self) -> Result<EnvDiff, EnvError>;
 
     /// Kills everything, unmounts, removes every trace on the host.
     fn destroy(self: Box<Self>) -> Result<(), EnvError>;

@@ -10,8 +10,8 @@ mod rootfs;
 pub mod sandbox;
 
 pub use backend::{
-    Backend, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, LimitState, Limits,
-    Network,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, LimitState, Limits,
+    Network, PathChange, PathChangeKind,
 };
 pub use cancel::CancelToken;
 pub use error::EnvError;

@@ -4,6 +4,7 @@
 
 mod artifacts;
 mod classify;
+mod env_diff;
 mod event;
 mod trial;
 

@@ -11,6 +11,7 @@ use cleanroom_task::Task;
 use cleanroom_verify::{run_pipeline, ChangeKind, Changes};
 
 use crate::classify::{classify, stop_reason};
+use crate::env_diff;
 use crate::event::{TrialFile, TrialKey};
 use crate::{AgentEntry, RunInput};
 
@@ -100,6 +101,8 @@ fn run(
 
     let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
+    let diff = env.diff()?;
+    files.push(TrialFile { name: "env-diff.txt", bytes: env_diff::render(&diff, dest).into_bytes() });
     let after = env.root().manifest(dest).map_err(|e| EnvError::io(format!("list {dest}"), e))?;
     let protected = Globs::new(&task.spec.verify.protected).map_err(EnvError::Phase)?;
     let changes = Changes::compare(&staged.manifest, &after, &protected);

@@ -14,6 +14,7 @@
 
 mod caps;
 mod cgroup;
+mod diff;
 mod keeper;
 mod phase;
 mod seccomp;
@@ -26,7 +27,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{
-    Backend, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Network,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Network,
 };
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
@@ -85,6 +86,7 @@ impl Backend for SandboxBackend {
 
 pub struct SandboxEnv {
     id: String,
+    image_root: PathBuf,
     dir: PathBuf,
     cgroup: cgroup::Cgroup,
     limits: Limits,
@@ -115,6 +117,7 @@ impl SandboxEnv {
         };
         let mut env = SandboxEnv {
             id,
+            image_root: spec.image_root.clone(),
             dir,
             limits: cgroup.limits,
             cgroup,
@@ -233,6 +236,14 @@ impl Environment for SandboxEnv {
             holder.stop()?;
         }
         self.cgroup.kill_all()
+    }
+
+    fn diff(&self) -> Result<EnvDiff, EnvError> {
+        let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        let upper = keeper.root_path.with_file_name("disk").join("upper");
+        let (changes, truncated) = diff::upper_changes(&upper, &self.image_root)
+            .map_err(|e| EnvError::io(format!("list {}", upper.display()), e))?;
+        Ok(EnvDiff { changes, truncated })
     }
 
     fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {
