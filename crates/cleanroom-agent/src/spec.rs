@@ -39,7 +39,9 @@ impl AgentSpec {
             let abs = std::fs::canonicalize(path).map_err(|e| bad(e.to_string()))?;
             return Ok(AgentSpec::Script(abs));
         }
-        for (prefix, what) in [("command:", "external agent CLIs (command:)"), ("llm:", "the built-in LLM agent (llm:)")] {
+        for (prefix, what) in
+            [("command:", "external agent CLIs (command:)"), ("llm:", "the built-in LLM agent (llm:)")]
+        {
             if spec.starts_with(prefix) {
                 return Err(SpecError::NotYet { spec: spec.into(), what });
             }

@@ -89,7 +89,11 @@ pub(crate) fn copy_in_private(env: &dyn Environment, from: &Path, kind: &str) ->
 }
 
 /// Copies one host file into a fresh random directory, executable.
-pub(crate) fn copy_in_private_file(env: &dyn Environment, file: &Path, kind: &str) -> Result<String, EnvError> {
+pub(crate) fn copy_in_private_file(
+    env: &dyn Environment,
+    file: &Path,
+    kind: &str,
+) -> Result<String, EnvError> {
     let dir = format!("/tmp/.cleanroom-{kind}-{}", random_hex());
     env.root().create_dir_all(&dir, 0o700).map_err(io(dir.clone()))?;
     let bytes = std::fs::read(file).map_err(io(file.display().to_string()))?;

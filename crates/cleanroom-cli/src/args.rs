@@ -5,7 +5,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "cleanroom", version, about = "Can this agent deploy a research artifact on a fresh machine and run its designated experiment?")]
+#[command(
+    name = "cleanroom",
+    version,
+    about = "Can this agent deploy a research artifact on a fresh machine and run its designated experiment?"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

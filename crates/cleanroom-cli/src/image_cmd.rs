@@ -12,10 +12,9 @@ pub fn image_error(e: EnvError) -> CliError {
 }
 
 pub fn build(args: ImageBuildArgs) -> Result<(), CliError> {
-    let img = image::build(&args.image, args.mirror.as_deref(), args.force, &mut |line| {
-        eprintln!("image: {line}")
-    })
-    .map_err(image_error)?;
+    let img =
+        image::build(&args.image, args.mirror.as_deref(), args.force, &mut |line| eprintln!("image: {line}"))
+            .map_err(image_error)?;
     println!("{} {} {}", img.name, img.digest, img.root.display());
     Ok(())
 }

@@ -12,8 +12,7 @@ use cleanroom_env::{image, Backend, CancelToken};
 use cleanroom_report::{summary_table, trial_line};
 use cleanroom_runner::{plan, stage_artifacts, AgentEntry, Event, RunInput};
 use cleanroom_store::{
-    agent_ids, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary,
-    TrialRecord,
+    agent_ids, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary, TrialRecord,
 };
 use cleanroom_task::{load_tasks, Task};
 
@@ -42,7 +41,8 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     for task in &tasks {
         let name = &task.spec.environment.image;
         if !images.contains_key(name) {
-            let img = image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
+            let img =
+                image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
             config.images.insert(name.clone(), img.digest.clone());
             images.insert(name.clone(), img.root);
         }
@@ -50,7 +50,8 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 
     let staging = home.join("staging").join(run_dir.run_id());
     let task_refs: Vec<&Task> = tasks.iter().collect();
-    let artifacts = stage_artifacts(&task_refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
+    let artifacts =
+        stage_artifacts(&task_refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
     for (id, staged) in &artifacts {
         match staged {
             Ok(s) => {
@@ -70,7 +71,8 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     run_dir.write_run_config(&config).map_err(internal)?;
 
     let planned = plan(&tasks, &agents, config.trials);
-    let todo: Vec<_> = planned.iter().filter(|k| !run_dir.has_result(&k.task, &k.agent_id, k.trial)).cloned().collect();
+    let todo: Vec<_> =
+        planned.iter().filter(|k| !run_dir.has_result(&k.task, &k.agent_id, k.trial)).cloned().collect();
     eprintln!(
         "cleanroom: run {} in {}: {} trial(s) to run of {}",
         run_dir.run_id(),
@@ -134,7 +136,12 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 }
 
 /// Handles one event; Some(interrupted) at the end of the run.
-fn consume(run_dir: &RunDir, event: Event, records: &mut Vec<TrialRecord>, planned: usize) -> Result<Option<bool>, CliError> {
+fn consume(
+    run_dir: &RunDir,
+    event: Event,
+    records: &mut Vec<TrialRecord>,
+    planned: usize,
+) -> Result<Option<bool>, CliError> {
     match event {
         Event::Preparing(what) => eprintln!("{what}"),
         Event::Planned { .. } => {}
@@ -159,7 +166,11 @@ fn consume(run_dir: &RunDir, event: Event, records: &mut Vec<TrialRecord>, plann
     Ok(None)
 }
 
-fn write_files(run_dir: &RunDir, record: &TrialRecord, files: &[cleanroom_runner::TrialFile]) -> Result<(), CliError> {
+fn write_files(
+    run_dir: &RunDir,
+    record: &TrialRecord,
+    files: &[cleanroom_runner::TrialFile],
+) -> Result<(), CliError> {
     for f in files {
         run_dir
             .write_file(&record.task, &record.agent_id, record.trial, f.name, &f.bytes)
@@ -191,7 +202,7 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
     if args.trials == 0 {
         return Err(input("--trials must be at least 1"));
     }
-    if !(args.timeout_multiplier > 0.0) {
+    if args.timeout_multiplier.is_nan() || args.timeout_multiplier <= 0.0 {
         return Err(input("--timeout-multiplier must be a positive number"));
     }
     if let Some(rate) = args.fail_under {
@@ -200,7 +211,9 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
         }
     }
     if args.gate != Gate::Off {
-        return Err(input("--gate advisory|enforced needs the llm: agent, which is not available yet; use --gate off"));
+        return Err(input(
+            "--gate advisory|enforced needs the llm: agent, which is not available yet; use --gate off",
+        ));
     }
     for spec in &args.agents {
         AgentSpec::parse(spec).map_err(input)?;
@@ -208,7 +221,11 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
     let tasks = args
         .tasks
         .iter()
-        .map(|p| std::fs::canonicalize(p).map(|p| p.display().to_string()).map_err(|e| input(format!("--tasks {}: {e}", p.display()))))
+        .map(|p| {
+            std::fs::canonicalize(p)
+                .map(|p| p.display().to_string())
+                .map_err(|e| input(format!("--tasks {}: {e}", p.display())))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let run_id = new_run_id();
     let run_dir = RunDir::create(&args.out, &run_id).map_err(internal)?;
@@ -221,7 +238,12 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
         images: BTreeMap::new(),
         tasks,
         task_ids: args.task_ids.clone(),
-        agents: args.agents.iter().zip(ids).map(|(spec, id)| StoredAgent { spec: spec.clone(), id }).collect(),
+        agents: args
+            .agents
+            .iter()
+            .zip(ids)
+            .map(|(spec, id)| StoredAgent { spec: spec.clone(), id })
+            .collect(),
         trials: args.trials,
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())) as u32,
         gate: "off".into(),
@@ -239,7 +261,9 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
 /// differ.
 fn resume(path: &Path, args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
     if !args.tasks.is_empty() || !args.agents.is_empty() || !args.task_ids.is_empty() {
-        return Err(input("--resume takes the tasks and agents from the run's run.toml; drop --tasks, --task and --agent"));
+        return Err(input(
+            "--resume takes the tasks and agents from the run's run.toml; drop --tasks, --task and --agent",
+        ));
     }
     let run_dir = RunDir::open(path).map_err(input)?;
     let mut config = run_dir.read_run_config().map_err(input)?;
@@ -267,7 +291,11 @@ fn parse_agents(config: &RunConfig) -> Result<Vec<AgentEntry>, CliError> {
         .agents
         .iter()
         .map(|a| {
-            Ok(AgentEntry { spec: AgentSpec::parse(&a.spec).map_err(input)?, spec_text: a.spec.clone(), id: a.id.clone() })
+            Ok(AgentEntry {
+                spec: AgentSpec::parse(&a.spec).map_err(input)?,
+                spec_text: a.spec.clone(),
+                id: a.id.clone(),
+            })
         })
         .collect()
 }

@@ -39,12 +39,8 @@ fn run(out: &Path, args: &[&str]) -> (Output, PathBuf) {
 }
 
 fn only_run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .collect();
+    let dirs: Vec<PathBuf> =
+        std::fs::read_dir(out).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
     assert_eq!(dirs.len(), 1, "one run directory expected in {}", out.display());
     dirs[0].clone()
 }
@@ -113,15 +109,23 @@ fn run_pid(run_dir: &Path) -> Option<u32> {
 #[test]
 fn examples_pass_with_the_oracle_and_fail_with_nop() {
     let out = temp_out("examples");
-    let (output, run_dir) =
-        run(&out, &["--tasks", &fixtures("examples/tasks"), "--agent", "oracle", "--agent", "nop", "--jobs", "2"]);
+    let (output, run_dir) = run(
+        &out,
+        &["--tasks", &fixtures("examples/tasks"), "--agent", "oracle", "--agent", "nop", "--jobs", "2"],
+    );
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     let tasks = std::fs::read_dir(repo().join("examples/tasks")).unwrap().count();
     assert!(tasks >= 3);
     assert_eq!(results.len(), 2 * tasks);
     for r in by_agent(&results, "oracle") {
-        assert_eq!(r["outcome"], "passed", "oracle on {}: {}", r["task"], trial_file(&run_dir, r, "verify.log"));
+        assert_eq!(
+            r["outcome"],
+            "passed",
+            "oracle on {}: {}",
+            r["task"],
+            trial_file(&run_dir, r, "verify.log")
+        );
         assert_eq!(r["stage"], "results");
         assert_eq!(r["limits"]["memory"], "enforced");
     }
@@ -130,7 +134,8 @@ fn examples_pass_with_the_oracle_and_fail_with_nop() {
         assert_eq!(r["class"], "self_stop");
         assert_eq!(r["stop_reason"], "finished");
     }
-    let summary: Value = serde_json::from_slice(&std::fs::read(run_dir.join("summary.json")).unwrap()).unwrap();
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["planned"], 2 * tasks);
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(table.contains("oracle") && table.contains("nop"), "{table}");
@@ -142,24 +147,48 @@ fn third_party_tasks_run_unchanged() {
     let out = temp_out("thirdparty");
     let (output, run_dir) = run(
         &out,
-        &["--tasks", &fixtures("tests/fixtures/tasks-thirdparty"), "--agent", "oracle", "--agent", "nop", "--jobs", "2"],
+        &[
+            "--tasks",
+            &fixtures("tests/fixtures/tasks-thirdparty"),
+            "--agent",
+            "oracle",
+            "--agent",
+            "nop",
+            "--jobs",
+            "2",
+        ],
     );
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     assert_eq!(results.len(), 4);
     for r in &results {
         let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
-        assert_eq!(r["outcome"], expected, "{} on {}: {}", r["agent_id"], r["task"], trial_file(&run_dir, r, "verify.log"));
+        assert_eq!(
+            r["outcome"],
+            expected,
+            "{} on {}: {}",
+            r["agent_id"],
+            r["task"],
+            trial_file(&run_dir, r, "verify.log")
+        );
     }
     let config = std::fs::read_to_string(run_dir.join("run.toml")).unwrap();
-    assert!(config.contains("pypi-sdist") && config.contains("sha256"), "fetched artifacts are recorded: {config}");
+    assert!(
+        config.contains("pypi-sdist") && config.contains("sha256"),
+        "fetched artifacts are recorded: {config}"
+    );
 }
 
 #[test]
 fn adversarial_agents_never_pass() {
     let out = temp_out("adversarial");
     let agents = ["search-verifier", "plant-outputs", "detached-tamper", "replace-tools", "probe-walls"];
-    let mut args = vec!["--tasks".to_string(), fixtures("tests/fixtures/tasks-adversarial"), "--jobs".into(), "2".into()];
+    let mut args = vec![
+        "--tasks".to_string(),
+        fixtures("tests/fixtures/tasks-adversarial"),
+        "--jobs".into(),
+        "2".into(),
+    ];
     for a in agents {
         args.push("--agent".into());
         args.push(format!("script:{}", fixtures(&format!("tests/fixtures/agents/{a}.sh"))));
@@ -171,7 +200,8 @@ fn adversarial_agents_never_pass() {
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     assert_eq!(results.len(), agents.len() + 1);
-    let shadow_line = std::fs::read_to_string("/etc/shadow").unwrap().lines().next().unwrap_or("root:").to_string();
+    let shadow_line =
+        std::fs::read_to_string("/etc/shadow").unwrap().lines().next().unwrap_or("root:").to_string();
     for r in &results {
         let id = r["agent_id"].as_str().unwrap();
         let verify_log = trial_file(&run_dir, r, "verify.log");
@@ -181,11 +211,17 @@ fn adversarial_agents_never_pass() {
         }
         assert_eq!(r["outcome"], "failed", "{id} passed: {verify_log}");
         let record = r.to_string();
-        assert!(!record.contains(&shadow_line) && !verify_log.contains(&shadow_line), "{id} made the harness read /etc/shadow");
+        assert!(
+            !record.contains(&shadow_line) && !verify_log.contains(&shadow_line),
+            "{id} made the harness read /etc/shadow"
+        );
     }
     let search = by_agent(&results, "script-search-verifier-sh")[0];
     let log = trial_file(&run_dir, search, "agent.log");
-    assert!(!log.contains("probe.csv") && !log.contains("reference values"), "the verifier was visible: {log}");
+    assert!(
+        !log.contains("probe.csv") && !log.contains("reference values"),
+        "the verifier was visible: {log}"
+    );
     let probe = by_agent(&results, "script-probe-walls-sh")[0];
     let report = trial_file(&run_dir, probe, "agent.log");
     let open: Vec<&str> = report.lines().filter(|l| l.starts_with("OPEN")).collect();
@@ -202,7 +238,10 @@ fn tasks_list_writes_the_three_formats() {
     let csv = cleanroom().args(["tasks", "list", &dir, "--format", "csv"]).output().unwrap();
     assert!(csv.status.success(), "{}", text(&csv));
     let csv = String::from_utf8(csv.stdout).unwrap();
-    assert!(csv.starts_with("task_name,paper_title,difficulty,agent_time,type,pre2020,gpu,main_language,qemu"), "{csv}");
+    assert!(
+        csv.starts_with("task_name,paper_title,difficulty,agent_time,type,pre2020,gpu,main_language,qemu"),
+        "{csv}"
+    );
     let json = cleanroom().args(["tasks", "list", &dir, "--format", "json"]).output().unwrap();
     let list: Value = serde_json::from_slice(&json.stdout).unwrap();
     let ids: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
@@ -226,7 +265,8 @@ fn bad_input_exits_2_with_a_clear_message() {
         (vec!["run", "--tasks", &fixtures("examples/tasks"), "--agent", "nop", "--task", "nope"], "nope"),
         (vec!["tasks", "list", bad_task.to_str().unwrap()], "allow_internet"),
     ] {
-        let output = cleanroom().args(&args).arg("--out").arg(&out).output().unwrap_or_else(|_| panic!("{args:?}"));
+        let output =
+            cleanroom().args(&args).arg("--out").arg(&out).output().unwrap_or_else(|_| panic!("{args:?}"));
         let output = if args[0] == "tasks" { cleanroom().args(&args).output().unwrap() } else { output };
         assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
         assert!(text(&output).contains(needle), "{args:?}: {}", text(&output));
@@ -257,7 +297,15 @@ fn interrupted_run_resumes(signal: i32, name: &str) {
     let out = temp_out(name);
     let agent = sleeper(&out);
     let mut child = cleanroom()
-        .args(["run", "--tasks", &fixtures("tests/fixtures/tasks-adversarial"), "--agent", "nop", "--agent", &agent])
+        .args([
+            "run",
+            "--tasks",
+            &fixtures("tests/fixtures/tasks-adversarial"),
+            "--agent",
+            "nop",
+            "--agent",
+            &agent,
+        ])
         .args(["--trials", "3", "--jobs", "1", "--out"])
         .arg(&out)
         .stdout(Stdio::null())
@@ -281,7 +329,8 @@ fn interrupted_run_resumes(signal: i32, name: &str) {
     assert!(resumed.status.success(), "{}", text(&resumed));
     let after = results(&run_dir);
     assert_eq!(after.len(), 6, "every trial has exactly one result");
-    let mut keys: Vec<String> = after.iter().map(|r| format!("{}/{}/{}", r["task"], r["agent_id"], r["trial"])).collect();
+    let mut keys: Vec<String> =
+        after.iter().map(|r| format!("{}/{}/{}", r["task"], r["agent_id"], r["trial"])).collect();
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 6);
@@ -313,7 +362,8 @@ fn make_class_task(root: &Path, id: &str, extra_task_keys: &str) {
     .unwrap();
     std::fs::write(dir.join("instruction.md"), "Deploy the line counter.\n").unwrap();
     std::fs::write(dir.join("artifact/data/input.txt"), "a\nb\nc\n").unwrap();
-    std::fs::write(dir.join("artifact/count.sh"), "wc -l < data/input.txt > \"$CLEANROOM_OUT/n.txt\"\n").unwrap();
+    std::fs::write(dir.join("artifact/count.sh"), "wc -l < data/input.txt > \"$CLEANROOM_OUT/n.txt\"\n")
+        .unwrap();
     std::fs::write(dir.join("solution/setup.sh"), "touch /opt/deployed\n").unwrap();
     std::fs::write(
         dir.join("verify/checks.toml"),
@@ -349,7 +399,10 @@ fn outcome_classes_are_recorded() {
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     let get = |task: &str, agent: &str| {
-        results.iter().find(|r| r["task"] == task && r["agent_id"] == agent).unwrap_or_else(|| panic!("{task} {agent}"))
+        results
+            .iter()
+            .find(|r| r["task"] == task && r["agent_id"] == agent)
+            .unwrap_or_else(|| panic!("{task} {agent}"))
     };
     assert_eq!(get("count", "oracle")["outcome"], "passed");
     let tamper = get("count", "script-tamper-sh");
@@ -359,7 +412,10 @@ fn outcome_classes_are_recorded() {
     let slow = get("count", "script-slow-sh");
     assert_eq!((&slow["class"], &slow["stop_reason"]), (&Value::from("budget"), &Value::from("timeout")));
     let crash = get("count", "script-crash-sh");
-    assert_eq!((&crash["class"], &crash["stop_reason"]), (&Value::from("agent_error"), &Value::from("crash")));
+    assert_eq!(
+        (&crash["class"], &crash["stop_reason"]),
+        (&Value::from("agent_error"), &Value::from("crash"))
+    );
     let fails = get("count", "script-fails-sh");
     assert_eq!(fails["outcome"], "passed", "a script's exit code does not decide: the verifier does");
     assert_eq!((&fails["stop_reason"], &fails["exit_code"]), (&Value::from("finished"), &Value::from(3)));

@@ -89,8 +89,8 @@ fn main() {
     let n = env_u64("BENCH_N", 50).max(1) as usize;
     let warmup = env_u64("BENCH_WARMUP", 2) as usize;
     let spec_t = Instant::now();
-    let image = image::ensure(image::DEFAULT_IMAGE, None, &mut |msg| eprintln!("image: {msg}"))
-        .expect("base image");
+    let image =
+        image::ensure(image::DEFAULT_IMAGE, None, &mut |msg| eprintln!("image: {msg}")).expect("base image");
     eprintln!("base image: {} ({:.1} s)", image.root.display(), spec_t.elapsed().as_secs_f64());
     let spec = EnvSpec {
         image_root: image.root.clone(),
@@ -155,7 +155,8 @@ fn main() {
             std::fs::create_dir_all(&dir).expect("BENCH_RAW_DIR");
             for (i, part) in PARTS.iter().enumerate() {
                 let path = dir.join(format!("cleanroom-{variant}-{part}.txt"));
-                let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("raw file");
+                let mut f =
+                    std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("raw file");
                 for v in &s.parts[i] {
                     writeln!(f, "{v:.3}").expect("write raw file");
                 }

@@ -25,11 +25,8 @@ impl CancelToken {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: pipe2 succeeded, so both fds are open and owned by nobody else.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        Ok(CancelToken {
-            inner: Arc::new(Inner { fired: AtomicBool::new(false), read_end, write_end }),
-        })
+        let (read_end, write_end) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok(CancelToken { inner: Arc::new(Inner { fired: AtomicBool::new(false), read_end, write_end }) })
     }
 
     /// Fires the token. Safe to call from a signal-handling thread, repeatedly.

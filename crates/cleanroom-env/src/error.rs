@@ -5,7 +5,11 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
     #[error("{what}: {source}")]
-    Io { what: String, #[source] source: std::io::Error },
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{program} failed: {detail}")]
     Command { program: String, detail: String },
     #[error("limit {limit} cannot be enforced on this host: {why} (pass --allow-unlimited to run anyway)")]

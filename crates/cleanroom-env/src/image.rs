@@ -33,7 +33,6 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::EnvError;
 
@@ -67,13 +66,10 @@ pub const IMAGES: &[ImageSpec] = &[ImageSpec {
 
 /// The recipe for `name`, or an error that lists the known names.
 pub fn spec(name: &str) -> Result<&'static ImageSpec, EnvError> {
-    IMAGES
-        .iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| EnvError::UnknownImage {
-            name: name.to_owned(),
-            known: IMAGES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
-        })
+    IMAGES.iter().find(|s| s.name == name).ok_or_else(|| EnvError::UnknownImage {
+        name: name.to_owned(),
+        known: IMAGES.iter().map(|s| s.name).collect::<Vec<_>>().join(", "),
+    })
 }
 
 /// What `images/<name>/image.json` records about a built image.
@@ -123,32 +119,13 @@ pub fn build(
     force: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Image, EnvError> {
-    build_in(
-        &cleanroom_home(),
-        name,
-        mirror,
-        force,
-        &Host::system(),
-        &mut bootstrap::populate,
-        progress,
-    )
+    build_in(&cleanroom_home(), name, mirror, force, &Host::system(), &mut bootstrap::populate, progress)
 }
 
 /// The image `name`, built first if it is not yet (a run's first use builds
 /// it).
-pub fn ensure(
-    name: &str,
-    mirror: Option<&str>,
-    progress: &mut dyn FnMut(&str),
-) -> Result<Image, EnvError> {
-    ensure_in(
-        &cleanroom_home(),
-        name,
-        mirror,
-        &Host::system(),
-        &mut bootstrap::populate,
-        progress,
-    )
+pub fn ensure(name: &str, mirror: Option<&str>, progress: &mut dyn FnMut(&str)) -> Result<Image, EnvError> {
+    ensure_in(&cleanroom_home(), name, mirror, &Host::system(), &mut bootstrap::populate, progress)
 }
 
 /// The host files a build reads (a parameter so tests can substitute them).
@@ -161,10 +138,7 @@ struct Host {
 
 impl Host {
     fn system() -> Self {
-        Host {
-            apt_dir: PathBuf::from("/etc/apt"),
-            ca_dir: PathBuf::from(bootstrap::HOST_CA_DIR),
-        }
+        Host { apt_dir: PathBuf::from("/etc/apt"), ca_dir: PathBuf::from(bootstrap::HOST_CA_DIR) }
     }
 }
 
@@ -196,12 +170,7 @@ fn lookup_in(home: &Path, name: &str) -> Result<Option<Image>, EnvError> {
     if !root.is_dir() {
         return Err(EnvError::NoImage(root));
     }
-    Ok(Some(Image {
-        name: name.to_owned(),
-        root,
-        digest: info.digest.clone(),
-        info,
-    }))
+    Ok(Some(Image { name: name.to_owned(), root, digest: info.digest.clone(), info }))
 }
 
 fn ensure_in(
@@ -243,8 +212,7 @@ fn build_in(
     let plan = plan(spec, mirror, host)?;
 
     let tmp = images.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::create_dir(&tmp)
-        .map_err(|e| EnvError::io(format!("creating {}", tmp.display()), e))?;
+    std::fs::create_dir(&tmp).map_err(|e| EnvError::io(format!("creating {}", tmp.display()), e))?;
     let mut cleanup = RemoveOnDrop(Some(tmp.clone()));
     let rootfs = tmp.join("rootfs");
     populate(&rootfs, &plan, &host.ca_dir, progress)?;
@@ -264,7 +232,7 @@ fn build_in(
         variant: spec.variant.to_owned(),
         mirror: plan.mirror.clone(),
         digest: digest.clone(),
-        created: rfc3339_utc(SystemTime::now()),
+        created: crate::time::rfc3339_utc_now(),
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     let json = tmp.join("image.json");
@@ -293,12 +261,7 @@ fn build_in(
     }
     progress(&format!("image {name} ready ({digest})"));
     let root = dest.join("rootfs");
-    Ok(Image {
-        name: name.to_owned(),
-        root,
-        digest,
-        info,
-    })
+    Ok(Image { name: name.to_owned(), root, digest, info })
 }
 
 /// `<home>/images`, as an absolute path.
@@ -308,17 +271,11 @@ fn images_dir(home: &Path) -> Result<PathBuf, EnvError> {
 }
 
 /// The mirror (given, else the host's) and the host's security archive.
-fn plan(
-    spec: &'static ImageSpec,
-    mirror: Option<&str>,
-    host: &Host,
-) -> Result<bootstrap::Plan, EnvError> {
+fn plan(spec: &'static ImageSpec, mirror: Option<&str>, host: &Host) -> Result<bootstrap::Plan, EnvError> {
     let entries = sources::host_sources(&host.apt_dir);
     let mirror = match mirror {
         Some(given) => sources::normalize_http_uri(given).ok_or_else(|| {
-            EnvError::Image(format!(
-                "--mirror {given:?} is not an http:// or https:// URL"
-            ))
+            EnvError::Image(format!("--mirror {given:?} is not an http:// or https:// URL"))
         })?,
         None => sources::pick_mirror(&entries, spec.suite).ok_or_else(|| {
             EnvError::Image(format!(
@@ -329,19 +286,11 @@ fn plan(
         })?,
     };
     let security = sources::pick_security(&entries, spec.suite);
-    Ok(bootstrap::Plan {
-        spec,
-        mirror,
-        security,
-    })
+    Ok(bootstrap::Plan { spec, mirror, security })
 }
 
 /// Takes the exclusive lock at `path`, saying so when it has to wait.
-fn lock(
-    path: &Path,
-    name: &str,
-    progress: &mut dyn FnMut(&str),
-) -> Result<std::fs::File, EnvError> {
+fn lock(path: &Path, name: &str, progress: &mut dyn FnMut(&str)) -> Result<std::fs::File, EnvError> {
     let err = |e| EnvError::io(format!("locking {}", path.display()), e);
     let file = std::fs::File::options()
         .read(true)
@@ -376,8 +325,8 @@ fn lock(
 fn sweep(images: &Path, name: &str) -> Result<(), EnvError> {
     let tmp = format!(".{name}.tmp-");
     let old = format!(".{name}.old-");
-    let read = std::fs::read_dir(images)
-        .map_err(|e| EnvError::io(format!("reading {}", images.display()), e))?;
+    let read =
+        std::fs::read_dir(images).map_err(|e| EnvError::io(format!("reading {}", images.display()), e))?;
     for entry in read.filter_map(|e| e.ok()) {
         let file_name = entry.file_name();
         let file_name = file_name.to_string_lossy();
@@ -401,10 +350,7 @@ fn remove_tree(path: &Path) -> Result<(), EnvError> {
     for dir in [path.to_path_buf(), path.join("rootfs")] {
         if let Ok(meta) = std::fs::symlink_metadata(&dir) {
             if meta.is_dir() {
-                let _ = std::fs::set_permissions(
-                    &dir,
-                    std::fs::Permissions::from_mode(meta.mode() | 0o700),
-                );
+                let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(meta.mode() | 0o700));
             }
         }
     }
@@ -424,10 +370,7 @@ fn mounts_under(path: &Path) -> Result<Vec<PathBuf>, EnvError> {
     };
     let text = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| EnvError::io("reading /proc/self/mountinfo", e))?;
-    Ok(parse_mount_points(&text)
-        .into_iter()
-        .filter(|m| m.starts_with(&path))
-        .collect())
+    Ok(parse_mount_points(&text).into_iter().filter(|m| m.starts_with(&path)).collect())
 }
 
 /// The mount points (fifth field, octal escapes undone) of mountinfo text.
@@ -467,12 +410,8 @@ impl Drop for RemoveOnDrop {
 }
 
 fn rename(from: &Path, to: &Path) -> Result<(), EnvError> {
-    std::fs::rename(from, to).map_err(|e| {
-        EnvError::io(
-            format!("renaming {} to {}", from.display(), to.display()),
-            e,
-        )
-    })
+    std::fs::rename(from, to)
+        .map_err(|e| EnvError::io(format!("renaming {} to {}", from.display(), to.display()), e))
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), EnvError> {
@@ -483,13 +422,9 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), EnvError> {
 }
 
 fn remove_write_bits(path: &Path) -> Result<(), EnvError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
-    std::fs::set_permissions(
-        path,
-        std::fs::Permissions::from_mode(meta.mode() & 0o7777 & !0o222),
-    )
-    .map_err(|e| EnvError::io(format!("making {} read-only", path.display()), e))
+    let meta = std::fs::metadata(path).map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(meta.mode() & 0o7777 & !0o222))
+        .map_err(|e| EnvError::io(format!("making {} read-only", path.display()), e))
 }
 
 /// Best effort: makes a rename in `dir` durable.
@@ -497,37 +432,6 @@ fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
-}
-
-/// `t` as RFC 3339 in UTC with whole seconds, e.g. `2025-05-20T08:30:00Z`.
-/// Written by hand: a calendar crate for one timestamp is not worth it.
-fn rfc3339_utc(t: SystemTime) -> String {
-    let secs = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_secs() as i64,
-        Err(e) => -(e.duration().as_secs() as i64),
-    };
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
-/// The proleptic Gregorian date of a count of days since 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097); // [0, 146096]
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365], from March 1st
-    let mp = (5 * doy + 2) / 153; // [0, 11], March = 0
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod image;
 mod output;
 mod rootfs;
 pub mod sandbox;
+pub mod time;
 
 pub use backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, LimitState, Limits,

@@ -51,9 +51,7 @@ impl Captured {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = self.head.clone();
         if self.cut > 0 {
-            out.extend_from_slice(
-                format!("\n[cleanroom: {} bytes cut here]\n", self.cut).as_bytes(),
-            );
+            out.extend_from_slice(format!("\n[cleanroom: {} bytes cut here]\n", self.cut).as_bytes());
         }
         out.extend(self.tail.iter());
         out

@@ -178,8 +178,7 @@ impl RootFs {
     pub fn open(host_path: &Path) -> io::Result<RootFs> {
         let dir = open_host_dir(host_path)?;
         let st = fstat(dir.as_fd())?;
-        let root =
-            RootFs { dir, host_path: host_path.to_path_buf(), owner: (st.st_uid, st.st_gid) };
+        let root = RootFs { dir, host_path: host_path.to_path_buf(), owner: (st.st_uid, st.st_gid) };
         match root.open_beneath(c".", libc::O_PATH) {
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -227,8 +226,8 @@ impl RootFs {
         dest: &str,
         skip: &dyn Fn(&Path) -> bool,
     ) -> io::Result<()> {
-        let meta = std::fs::symlink_metadata(host_src)
-            .map_err(|e| context(e, &host_src.display().to_string()))?;
+        let meta =
+            std::fs::symlink_metadata(host_src).map_err(|e| context(e, &host_src.display().to_string()))?;
         if !meta.is_dir() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -289,8 +288,7 @@ impl RootFs {
                 io::copy(&mut input, &mut out).map_err(env_ctx)?;
             } else if ft.is_symlink() {
                 let target = std::fs::read_link(&host).map_err(|e| host_ctx(e, &host))?;
-                let ctarget =
-                    CString::new(target.as_os_str().as_bytes()).map_err(|_| nul_error())?;
+                let ctarget = CString::new(target.as_os_str().as_bytes()).map_err(|_| nul_error())?;
                 match symlinkat(&ctarget, dfd, &cname) {
                     Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                         let st = fstatat_nofollow(dfd, &cname).map_err(env_ctx)?;
@@ -403,19 +401,12 @@ impl RootFs {
     }
 
     fn open_beneath(&self, rel: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
-        let resolve =
-            libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+        let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
         openat2(self.dir.as_fd(), rel, flags, 0, resolve)
     }
 
     fn open_in_root(&self, rel: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
-        openat2(
-            self.dir.as_fd(),
-            rel,
-            flags,
-            mode,
-            libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
-        )
+        openat2(self.dir.as_fd(), rel, flags, mode, libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS)
     }
 
     /// The directory at `path`, created with its parents as needed, each path
@@ -494,14 +485,9 @@ impl RootFs {
 }
 
 const DIR_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
-const WRITE_FLAGS: libc::c_int = libc::O_WRONLY
-    | libc::O_CREAT
-    | libc::O_TRUNC
-    | libc::O_NOFOLLOW
-    | libc::O_NONBLOCK
-    | libc::O_NOCTTY;
-const READ_FLAGS: libc::c_int =
-    libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+const WRITE_FLAGS: libc::c_int =
+    libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
 
 /// One directory being walked: its fd and its entries' names, sorted.
 struct Frame {
@@ -580,8 +566,7 @@ fn walk_manifest(top: OwnedFd) -> io::Result<Manifest> {
                 } else {
                     match openat(frame.fd.as_fd(), &name, DIR_FLAGS, 0) {
                         Ok(fd) => {
-                            let child =
-                                Frame::new(fd, rel.clone()).map_err(|e| context(e, &rel))?;
+                            let child = Frame::new(fd, rel.clone()).map_err(|e| context(e, &rel))?;
                             stack.push(child);
                         }
                         Err(e) if is_absent(&e) => continue,
@@ -633,9 +618,7 @@ fn hash_file(dfd: BorrowedFd<'_>, name: &CStr, expected: &libc::stat) -> io::Res
 fn remove_entry(dfd: BorrowedFd<'_>, name: &CStr, is_dir: bool, depth: usize) -> io::Result<()> {
     if !is_dir {
         return match unlinkat(dfd, name, 0) {
-            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {
-                remove_entry(dfd, name, true, depth)
-            }
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => remove_entry(dfd, name, true, depth),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
             other => other,
         };
@@ -733,10 +716,8 @@ fn rel_cstring(path: &str) -> io::Result<CString> {
 fn open_host_dir(path: &Path) -> io::Result<OwnedFd> {
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| nul_error())?;
     // SAFETY: NUL-terminated path; the result is checked.
-    let fd = cvt(unsafe {
-        libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
-    })
-    .map_err(|e| context(e, &path.display().to_string()))?;
+    let fd = cvt(unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) })
+        .map_err(|e| context(e, &path.display().to_string()))?;
     // SAFETY: open succeeded, the fd is ours alone.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -810,8 +791,7 @@ fn openat2(
 fn openat(dfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: valid fd and NUL-terminated name.
-        let r =
-            unsafe { libc::openat(dfd.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+        let r = unsafe { libc::openat(dfd.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
         if r >= 0 {
             // SAFETY: the kernel returned a new fd that nobody else owns.
             return Ok(unsafe { OwnedFd::from_raw_fd(r) });
@@ -835,9 +815,7 @@ fn fstatat_nofollow(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::stat> 
     // SAFETY: stat is plain old data, filled by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid fd, NUL-terminated name, pointer to a stat buffer.
-    cvt(unsafe {
-        libc::fstatat(dfd.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW)
-    })?;
+    cvt(unsafe { libc::fstatat(dfd.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
     Ok(st)
 }
 
@@ -864,9 +842,7 @@ fn symlinkat(target: &CStr, dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<()> 
 fn readlinkat(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
     // SAFETY: valid fd, NUL-terminated name, and a buffer of the length given.
-    let n = unsafe {
-        libc::readlinkat(dfd.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
-    };
+    let n = unsafe { libc::readlinkat(dfd.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -999,10 +975,7 @@ mod tests {
         let t = Temp::new();
         symlink("/etc", t.join("workspace")).unwrap();
         let root = RootFs::open(t.path()).unwrap();
-        assert!(matches!(
-            root.read_regular("/workspace/passwd", 1 << 20),
-            Err(ReadError::SymlinkInPath)
-        ));
+        assert!(matches!(root.read_regular("/workspace/passwd", 1 << 20), Err(ReadError::SymlinkInPath)));
         // Even a link that stays inside the root is refused.
         std::fs::create_dir(t.join("real")).unwrap();
         write(&t.join("real/f"), b"x");
@@ -1133,14 +1106,11 @@ mod tests {
 
     fn sample_tree(t: &Temp) {
         write(&t.join("src/run.sh"), b"#!/bin/sh\necho hi\n");
-        std::fs::set_permissions(t.join("src/run.sh"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(t.join("src/run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
         write(&t.join("src/data/a.csv"), b"x,y\n1,2\n");
-        std::fs::set_permissions(t.join("src/data/a.csv"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
+        std::fs::set_permissions(t.join("src/data/a.csv"), std::fs::Permissions::from_mode(0o600)).unwrap();
         std::fs::create_dir_all(t.join("src/empty")).unwrap();
-        std::fs::set_permissions(t.join("src/empty"), std::fs::Permissions::from_mode(0o700))
-            .unwrap();
+        std::fs::set_permissions(t.join("src/empty"), std::fs::Permissions::from_mode(0o700)).unwrap();
         symlink("data/a.csv", t.join("src/link")).unwrap();
         write(&t.join("src/checks.toml"), b"secret");
     }
@@ -1171,8 +1141,7 @@ mod tests {
         sample_tree(&host);
         let t = Temp::new();
         let root = RootFs::open(t.path()).unwrap();
-        root.copy_tree_in_filtered(&host.join("src"), "/v", &|p| p == Path::new("checks.toml"))
-            .unwrap();
+        root.copy_tree_in_filtered(&host.join("src"), "/v", &|p| p == Path::new("checks.toml")).unwrap();
         assert!(!t.join("v/checks.toml").exists());
         assert!(t.join("v/run.sh").exists());
     }
@@ -1267,14 +1236,10 @@ mod tests {
         symlink(outside.join("keep"), t.join("art/out")).unwrap();
         symlink(outside.path(), t.join("linked-art")).unwrap();
         let root = RootFs::open(t.path()).unwrap();
-        let removed =
-            root.remove_matching("/art", &globs(&["results/**", "out/**", "out"])).unwrap();
+        let removed = root.remove_matching("/art", &globs(&["results/**", "out/**", "out"])).unwrap();
         assert_eq!(removed, ["out", "results/link"]);
         assert!(std::fs::symlink_metadata(t.join("art/out")).is_err());
-        assert_eq!(
-            root.remove_matching("/linked-art", &globs(&["**"])).unwrap(),
-            Vec::<String>::new()
-        );
+        assert_eq!(root.remove_matching("/linked-art", &globs(&["**"])).unwrap(), Vec::<String>::new());
         assert_eq!(std::fs::read(outside.join("keep/x")).unwrap(), b"keep");
     }
 

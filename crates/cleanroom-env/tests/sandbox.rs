@@ -9,16 +9,13 @@ use std::time::Duration;
 
 use cleanroom_env::sandbox::SandboxBackend;
 use cleanroom_env::{
-    image, Backend, CancelToken, EnvSpec, Environment, ExecRequest, ExitStatus, LimitState,
-    Network,
+    image, Backend, CancelToken, EnvSpec, Environment, ExecRequest, ExitStatus, LimitState, Network,
 };
 
 fn image_root() -> PathBuf {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        image::ensure(image::DEFAULT_IMAGE, None, &mut |_| {}).expect("base image").root
-    })
-    .clone()
+    ROOT.get_or_init(|| image::ensure(image::DEFAULT_IMAGE, None, &mut |_| {}).expect("base image").root)
+        .clone()
 }
 
 fn spec() -> EnvSpec {
@@ -43,7 +40,8 @@ fn env_with(spec: &EnvSpec) -> Box<dyn Environment> {
 }
 
 fn sh(env: &dyn Environment, script: &str) -> (ExitStatus, String) {
-    let mut req = ExecRequest::login_shell(script, "/", vec![("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into())]);
+    let mut req =
+        ExecRequest::login_shell(script, "/", vec![("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into())]);
     req.timeout = Some(Duration::from_secs(60));
     let out = env.exec(&req, &CancelToken::new().unwrap()).expect("exec");
     (out.status, out.combined.to_string_lossy())
@@ -155,7 +153,10 @@ fn outbound_network_reaches_registries_but_not_the_host() {
         (host_ip.as_str(), any.local_addr().unwrap().port()),
         ("169.254.169.254", 80),
     ] {
-        let (status, out) = sh(env.as_ref(), &format!("timeout 5 bash -c 'exec 3<>/dev/tcp/{addr}/{port}' && echo connected"));
+        let (status, out) = sh(
+            env.as_ref(),
+            &format!("timeout 5 bash -c 'exec 3<>/dev/tcp/{addr}/{port}' && echo connected"),
+        );
         assert!(!status.success(), "reached {addr}:{port} from inside: {out}");
     }
     env.end_phase().unwrap();
@@ -205,7 +206,8 @@ fn timeouts_and_cancellation_kill_the_command() {
 fn output_floods_are_bounded() {
     let mut env = env_with(&spec());
     env.begin_phase(Network::LoopbackOnly).unwrap();
-    let mut req = ExecRequest::login_shell("head -c 50000000 /dev/zero | tr '\\0' x; echo; echo END", "/", vec![]);
+    let mut req =
+        ExecRequest::login_shell("head -c 50000000 /dev/zero | tr '\\0' x; echo; echo END", "/", vec![]);
     req.output_limit = 1 << 16;
     let out = env.exec(&req, &CancelToken::new().unwrap()).unwrap();
     assert!(out.status.success());

@@ -18,8 +18,7 @@ pub fn trial_line(record: &TrialRecord) -> String {
         Outcome::InfraError => "ERROR",
         Outcome::Skipped => "SKIP",
     };
-    let mut line =
-        format!("{label:<5} {}  {} #{}", esc(&record.task), esc(&record.agent_id), record.trial);
+    let mut line = format!("{label:<5} {}  {} #{}", esc(&record.task), esc(&record.agent_id), record.trial);
     if record.attempt > 1 {
         line += &format!(" (attempt {})", record.attempt);
     }
@@ -33,9 +32,7 @@ pub fn trial_line(record: &TrialRecord) -> String {
             Some(first) => format!("infra_error: {}", esc(&shorten(first, ERROR_WIDTH))),
             None => "infra_error".to_string(),
         }),
-        Outcome::Skipped => {
-            Some(esc(record.skip_reason.as_deref().unwrap_or("skipped")).into_owned())
-        }
+        Outcome::Skipped => Some(esc(record.skip_reason.as_deref().unwrap_or("skipped")).into_owned()),
     };
     if let Some(detail) = detail {
         line += "  ";
@@ -53,18 +50,10 @@ pub fn trial_line(record: &TrialRecord) -> String {
 /// passed of judged trials with the rate, failures by class, infra errors
 /// and skipped trials, which are outside the rate.
 pub fn summary_table(summary: &Summary) -> String {
-    let mut rows = vec![[
-        "agent",
-        "passed",
-        "self_stop",
-        "budget",
-        "agent_error",
-        "tampered",
-        "infra_error",
-        "skipped",
-    ]
-    .map(String::from)
-    .to_vec()];
+    let mut rows =
+        vec![["agent", "passed", "self_stop", "budget", "agent_error", "tampered", "infra_error", "skipped"]
+            .map(String::from)
+            .to_vec()];
     for agent in &summary.agents {
         rows.push(row(&esc(&agent.agent_id), &agent.counts));
     }
@@ -73,10 +62,7 @@ pub fn summary_table(summary: &Summary) -> String {
     }
     let mut table = render(&rows);
     if !summary.complete {
-        table += &format!(
-            "recorded {} of {} planned trials\n",
-            summary.totals.recorded, summary.planned
-        );
+        table += &format!("recorded {} of {} planned trials\n", summary.totals.recorded, summary.planned);
     }
     table
 }
@@ -85,9 +71,7 @@ fn row(name: &str, c: &Counts) -> Vec<String> {
     let judged = c.passed + c.failed;
     let rate = c.pass_rate.map_or("-".to_string(), |r| format!("{:.1}%", r * 100.0));
     let mut cells = vec![name.to_string(), format!("{}/{judged} ({rate})", c.passed)];
-    cells.extend(
-        FailureClass::ALL.iter().map(|k| c.failed_by_class.get(k).unwrap_or(&0).to_string()),
-    );
+    cells.extend(FailureClass::ALL.iter().map(|k| c.failed_by_class.get(k).unwrap_or(&0).to_string()));
     cells.push(c.infra_error.to_string());
     cells.push(c.skipped.to_string());
     cells
@@ -187,10 +171,7 @@ mod tests {
         err.error = Some("\x1b]0;owned\x07boom\r\nsecond line".into());
         let line = trial_line(&err);
         assert!(!line.chars().any(char::is_control), "{line:?}");
-        assert_eq!(
-            line,
-            "ERROR evil\\x1b[2Jtask  nop #1  infra_error: \\x1b]0;owned\\x07boom  0.0s"
-        );
+        assert_eq!(line, "ERROR evil\\x1b[2Jtask  nop #1  infra_error: \\x1b]0;owned\\x07boom  0.0s");
 
         let mut skip = record("t", "nop", Outcome::Skipped);
         skip.skip_reason = Some("gpus\x1b[31m".into());

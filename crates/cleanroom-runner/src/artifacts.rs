@@ -19,7 +19,12 @@ pub struct StagedArtifact {
 /// trials then end as infra_error with that reason).
 pub type Staged = HashMap<String, Result<StagedArtifact, String>>;
 
-pub fn stage_artifacts(tasks: &[&Task], cache: &Path, staging: &Path, progress: &mut dyn FnMut(String)) -> Staged {
+pub fn stage_artifacts(
+    tasks: &[&Task],
+    cache: &Path,
+    staging: &Path,
+    progress: &mut dyn FnMut(String),
+) -> Staged {
     tasks
         .iter()
         .map(|task| {
@@ -34,7 +39,8 @@ fn stage_one(task: &Task, cache: &Path, dir: &Path) -> Result<StagedArtifact, St
         std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let record = materialize_artifact(task, cache, dir).map_err(|e| format!("artifact of {}: {e}", task.id))?;
+    let record =
+        materialize_artifact(task, cache, dir).map_err(|e| format!("artifact of {}: {e}", task.id))?;
     let manifest = Manifest::of_host_dir(dir).map_err(|e| format!("manifest of {}: {e}", dir.display()))?;
     Ok(StagedArtifact { dir: dir.to_path_buf(), manifest, record })
 }

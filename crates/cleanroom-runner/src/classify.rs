@@ -44,7 +44,11 @@ mod tests {
     #[test]
     fn classes_follow_the_stop_reason() {
         assert_eq!(classify(Stop::Finished, true, false), (Outcome::Passed, None));
-        assert_eq!(classify(Stop::Timeout, true, false), (Outcome::Passed, None), "verification decides, whatever the stop");
+        assert_eq!(
+            classify(Stop::Timeout, true, false),
+            (Outcome::Passed, None),
+            "verification decides, whatever the stop"
+        );
         assert_eq!(classify(Stop::Finished, false, false).1, Some(FailureClass::SelfStop));
         assert_eq!(classify(Stop::Timeout, false, false).1, Some(FailureClass::Budget));
         assert_eq!(classify(Stop::Crash, false, false).1, Some(FailureClass::AgentError));

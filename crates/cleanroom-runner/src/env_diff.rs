@@ -11,17 +11,19 @@ use cleanroom_env::EnvDiff;
 const HARNESS_PREFIX: &str = "/tmp/.cleanroom-";
 
 pub(crate) fn render(diff: &EnvDiff, artifact_dest: &str) -> String {
-    let inside = |p: &str| p == artifact_dest || p.starts_with(&format!("{}/", artifact_dest.trim_end_matches('/')));
-    let changes: Vec<_> = diff
-        .changes
-        .iter()
-        .filter(|c| !inside(&c.path) && !c.path.starts_with(HARNESS_PREFIX))
-        .collect();
+    let inside =
+        |p: &str| p == artifact_dest || p.starts_with(&format!("{}/", artifact_dest.trim_end_matches('/')));
+    let changes: Vec<_> =
+        diff.changes.iter().filter(|c| !inside(&c.path) && !c.path.starts_with(HARNESS_PREFIX)).collect();
     let mut by_top: BTreeMap<&str, [usize; 3]> = BTreeMap::new();
     for c in &changes {
         let top = c.path.split('/').nth(1).unwrap_or("");
         let counts = by_top.entry(top).or_default();
-        counts[match c.kind.letter() { 'A' => 0, 'M' => 1, _ => 2 }] += 1;
+        counts[match c.kind.letter() {
+            'A' => 0,
+            'M' => 1,
+            _ => 2,
+        }] += 1;
     }
     let mut out = format!("# {} change(s) outside {artifact_dest}\n", changes.len());
     for (top, [a, m, d]) in &by_top {

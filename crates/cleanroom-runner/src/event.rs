@@ -24,12 +24,25 @@ pub enum Event {
     Preparing(String),
     /// The trials about to run (those of a resumed run that have a result
     /// are not among them).
-    Planned { trials: usize },
-    TrialStarted { key: TrialKey, attempt: u32 },
+    Planned {
+        trials: usize,
+    },
+    TrialStarted {
+        key: TrialKey,
+        attempt: u32,
+    },
     /// An attempt that ended in infra_error and will be retried.
-    AttemptFailed { record: TrialRecord, files: Vec<TrialFile> },
+    AttemptFailed {
+        record: TrialRecord,
+        files: Vec<TrialFile>,
+    },
     /// The trial's final record: written last, as result.json.
-    TrialFinished { record: TrialRecord, files: Vec<TrialFile> },
+    TrialFinished {
+        record: TrialRecord,
+        files: Vec<TrialFile>,
+    },
     /// No more trials start; `interrupted` when Ctrl-C stopped the run.
-    Finished { interrupted: bool },
+    Finished {
+        interrupted: bool,
+    },
 }

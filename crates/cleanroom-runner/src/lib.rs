@@ -87,10 +87,9 @@ pub fn run(input: &RunInput, todo: Vec<TrialKey>, events: Sender<Event>) {
 }
 
 fn run_trial(input: &RunInput, key: &TrialKey, events: &Sender<Event>) {
-    let (Some(task), Some(agent)) = (
-        input.tasks.iter().find(|t| t.id == key.task),
-        input.agents.iter().find(|a| a.id == key.agent_id),
-    ) else {
+    let (Some(task), Some(agent)) =
+        (input.tasks.iter().find(|t| t.id == key.task), input.agents.iter().find(|a| a.id == key.agent_id))
+    else {
         return;
     };
     for attempt in 1..=input.retries + 1 {
@@ -98,7 +97,10 @@ fn run_trial(input: &RunInput, key: &TrialKey, events: &Sender<Event>) {
         match trial::attempt(input, task, agent, key, attempt) {
             AttemptEnd::Interrupted => return,
             AttemptEnd::Done(record, files) => {
-                let retry = record.outcome == Outcome::InfraError && attempt <= input.retries && !input.cancel.is_cancelled();
+                let record = *record;
+                let retry = record.outcome == Outcome::InfraError
+                    && attempt <= input.retries
+                    && !input.cancel.is_cancelled();
                 let _ = events.send(if retry {
                     Event::AttemptFailed { record, files }
                 } else {

@@ -19,12 +19,18 @@ use crate::{AgentEntry, RunInput};
 pub const PIDS_MAX: u64 = 4096;
 
 pub(crate) enum AttemptEnd {
-    Done(TrialRecord, Vec<TrialFile>),
+    Done(Box<TrialRecord>, Vec<TrialFile>),
     /// Ctrl-C: no record, so a resumed run does the trial again.
     Interrupted,
 }
 
-pub(crate) fn attempt(input: &RunInput, task: &Task, agent: &AgentEntry, key: &TrialKey, attempt: u32) -> AttemptEnd {
+pub(crate) fn attempt(
+    input: &RunInput,
+    task: &Task,
+    agent: &AgentEntry,
+    key: &TrialKey,
+    attempt: u32,
+) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
     record.gate = input.gate.clone();
     let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
@@ -33,13 +39,13 @@ pub(crate) fn attempt(input: &RunInput, task: &Task, agent: &AgentEntry, key: &T
         record.outcome = Outcome::Skipped;
         record.skip_reason = Some(reason);
         record.finished_at = cleanroom_store::rfc3339_utc_now();
-        return AttemptEnd::Done(record, Vec::new());
+        return AttemptEnd::Done(Box::new(record), Vec::new());
     }
     let mut files = Vec::new();
     match run(input, task, agent, &mut record, &mut files) {
         Ok(true) => {
             record.finished_at = cleanroom_store::rfc3339_utc_now();
-            AttemptEnd::Done(record, files)
+            AttemptEnd::Done(Box::new(record), files)
         }
         Ok(false) => AttemptEnd::Interrupted,
         Err(_) if input.cancel.is_cancelled() => AttemptEnd::Interrupted,
@@ -48,7 +54,7 @@ pub(crate) fn attempt(input: &RunInput, task: &Task, agent: &AgentEntry, key: &T
             record.class = None;
             record.error = Some(e.to_string());
             record.finished_at = cleanroom_store::rfc3339_utc_now();
-            AttemptEnd::Done(record, files)
+            AttemptEnd::Done(Box::new(record), files)
         }
     }
 }

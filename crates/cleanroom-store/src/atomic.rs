@@ -11,9 +11,8 @@ use crate::error::StoreError;
 
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let tmp = temp_path(path);
-    let result = write_synced(&tmp, bytes).and_then(|()| {
-        fs::rename(&tmp, path).map_err(|e| StoreError::io("rename into place", path, e))
-    });
+    let result = write_synced(&tmp, bytes)
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| StoreError::io("rename into place", path, e)));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
         return result;
@@ -52,8 +51,7 @@ mod tests {
         write_atomic(&path, b"old").unwrap();
         write_atomic(&path, b"new").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"new");
-        let names: Vec<_> =
-            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["summary.json"]);
     }
 

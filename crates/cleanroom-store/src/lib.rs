@@ -11,9 +11,9 @@ mod record;
 mod run_config;
 mod run_dir;
 mod summary;
-mod time;
 
 pub use agent_id::agent_ids;
+pub use cleanroom_env::time::{rfc3339_utc, rfc3339_utc_now};
 pub use error::StoreError;
 pub use record::{
     ChangeCounts, Evidence, FailureClass, Outcome, StopReason, Tag, Timings, Tokens, TrialRecord,
@@ -22,7 +22,6 @@ pub use record::{
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
 pub use run_dir::{new_run_id, RunDir, RESULT_FILE};
 pub use summary::{AgentSummary, Counts, Summary};
-pub use time::{rfc3339_utc, rfc3339_utc_now};
 
 /// The types of other crates that a record embeds, so that readers of
 /// records need only this crate.

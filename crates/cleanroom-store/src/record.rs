@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use cleanroom_env::Limits;
 use cleanroom_verify::{Verdict, VerdictStage};
 
-use crate::time::rfc3339_utc_now;
+use cleanroom_env::time::rfc3339_utc_now;
 
 /// The `schema_version` this crate writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -106,12 +106,8 @@ pub enum FailureClass {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 4] = [
-        FailureClass::SelfStop,
-        FailureClass::Budget,
-        FailureClass::AgentError,
-        FailureClass::Tampered,
-    ];
+    pub const ALL: [FailureClass; 4] =
+        [FailureClass::SelfStop, FailureClass::Budget, FailureClass::AgentError, FailureClass::Tampered];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -316,8 +312,7 @@ mod tests {
         for c in FailureClass::ALL {
             assert_eq!(s(serde_json::to_value(c).unwrap()), c.as_str());
         }
-        for r in [StopReason::Finished, StopReason::Timeout, StopReason::Budget, StopReason::Crash]
-        {
+        for r in [StopReason::Finished, StopReason::Timeout, StopReason::Budget, StopReason::Crash] {
             assert_eq!(s(serde_json::to_value(r).unwrap()), r.as_str());
         }
     }

@@ -15,7 +15,7 @@ use crate::lock::RunLock;
 use crate::record::{TrialRecord, SCHEMA_VERSION};
 use crate::run_config::RunConfig;
 use crate::summary::Summary;
-use crate::time::run_id_stamp;
+use cleanroom_env::time::run_id_stamp;
 
 /// The trial's record. Only the store writes it; nothing copied out of an
 /// environment may take the name.
@@ -179,8 +179,7 @@ impl RunDir {
             }
         }
         let mut records = found.iter().map(|p| read_record(p)).collect::<Result<Vec<_>, _>>()?;
-        records
-            .sort_by(|a, b| (&a.task, &a.agent_id, a.trial).cmp(&(&b.task, &b.agent_id, b.trial)));
+        records.sort_by(|a, b| (&a.task, &a.agent_id, a.trial).cmp(&(&b.task, &b.agent_id, b.trial)));
         Ok(records)
     }
 
@@ -253,8 +252,7 @@ fn read_record(path: &Path) -> Result<TrialRecord, StoreError> {
             });
         }
     }
-    serde_json::from_slice(&text)
-        .map_err(|source| StoreError::BadRecord { path: path.to_path_buf(), source })
+    serde_json::from_slice(&text).map_err(|source| StoreError::BadRecord { path: path.to_path_buf(), source })
 }
 
 /// The directories in `dir`, sorted; none if `dir` does not exist.
@@ -267,8 +265,7 @@ fn subdirs(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
     let mut dirs = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| StoreError::io("read directory", dir, e))?;
-        let is_dir =
-            entry.file_type().map_err(|e| StoreError::io("stat", entry.path(), e))?.is_dir();
+        let is_dir = entry.file_type().map_err(|e| StoreError::io("stat", entry.path(), e))?.is_dir();
         if is_dir {
             dirs.push(entry.path());
         }

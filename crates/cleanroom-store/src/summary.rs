@@ -126,10 +126,7 @@ mod tests {
         ];
         let s = Summary::from_records(&records, 8);
         assert!(!s.complete);
-        assert_eq!(
-            s.agents.iter().map(|a| a.agent_id.as_str()).collect::<Vec<_>>(),
-            ["oracle", "nop"]
-        );
+        assert_eq!(s.agents.iter().map(|a| a.agent_id.as_str()).collect::<Vec<_>>(), ["oracle", "nop"]);
 
         let oracle = &s.agents[0].counts;
         assert_eq!((oracle.recorded, oracle.passed, oracle.failed), (4, 2, 1));
@@ -149,8 +146,7 @@ mod tests {
 
     #[test]
     fn no_rate_without_judged_trials() {
-        let records =
-            [record("nop", Outcome::InfraError, None), record("nop", Outcome::Skipped, None)];
+        let records = [record("nop", Outcome::InfraError, None), record("nop", Outcome::Skipped, None)];
         let s = Summary::from_records(&records, 2);
         assert!(s.complete);
         assert_eq!(s.agents[0].counts.pass_rate, None);

@@ -72,10 +72,7 @@ fn open_needs_run_toml_and_the_lock() {
     run.write_run_config(&config("r1")).unwrap();
     let err = RunDir::open(&path).unwrap_err();
     let msg = err.to_string();
-    assert!(
-        matches!(err, StoreError::InUse { pid: Some(p), .. } if p == std::process::id()),
-        "{msg}"
-    );
+    assert!(matches!(err, StoreError::InUse { pid: Some(p), .. } if p == std::process::id()), "{msg}");
     assert!(msg.contains("in use by another cleanroom process"), "{msg}");
     assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
 
@@ -156,8 +153,7 @@ fn attempts_and_files_beside_the_result() {
     run.write_attempt(&first).unwrap();
     assert_eq!(run.next_attempt("t", "nop", 1), 2);
     let dir = run.path().join("trials/t/nop/1");
-    let kept: TrialRecord =
-        serde_json::from_slice(&fs::read(dir.join("attempt-1.json")).unwrap()).unwrap();
+    let kept: TrialRecord = serde_json::from_slice(&fs::read(dir.join("attempt-1.json")).unwrap()).unwrap();
     assert_eq!(kept, first);
     // An attempt is not a result.
     assert!(!run.has_result("t", "nop", 1));
@@ -182,7 +178,6 @@ fn summary_is_written_as_json() {
     let run = RunDir::create(tmp.path(), "r1").unwrap();
     let summary = Summary::from_records(&[record("t", "nop", 1)], 2);
     run.write_summary(&summary).unwrap();
-    let back: Summary =
-        serde_json::from_slice(&fs::read(run.path().join("summary.json")).unwrap()).unwrap();
+    let back: Summary = serde_json::from_slice(&fs::read(run.path().join("summary.json")).unwrap()).unwrap();
     assert_eq!(back, summary);
 }

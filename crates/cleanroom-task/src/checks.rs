@@ -101,11 +101,7 @@ pub enum CsvRow {
 pub enum Comparison {
     /// Passes when |observed - expect| <= max(abs_tol, rel_tol * |expect|);
     /// neither tolerance means exact equality.
-    Number {
-        expect: f64,
-        abs_tol: Option<f64>,
-        rel_tol: Option<f64>,
-    },
+    Number { expect: f64, abs_tol: Option<f64>, rel_tol: Option<f64> },
     /// lo <= observed <= hi.
     Range { lo: f64, hi: f64 },
     /// The selected string, verbatim.

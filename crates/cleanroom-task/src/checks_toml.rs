@@ -13,10 +13,8 @@ const ROOT_KEYS: &[&str] = &["step", "check"];
 const STEP_KEYS: &[&str] = &["name", "stage", "run", "timeout_sec", "clean"];
 const SELECTORS: &[&str] = &["json", "regex", "csv"];
 const COMPARISONS: &[&str] = &["expect", "range", "equals", "exists"];
-const CHECK_KEYS: &[&str] = &[
-    "name", "file", "json", "regex", "csv", "expect", "abs_tol", "rel_tol", "range", "equals",
-    "exists",
-];
+const CHECK_KEYS: &[&str] =
+    &["name", "file", "json", "regex", "csv", "expect", "abs_tol", "rel_tol", "range", "equals", "exists"];
 const CSV_KEYS: &[&str] = &["row", "column", "delimiter"];
 
 pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Option<VerifySpec> {
@@ -46,7 +44,10 @@ pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Opti
         match step(r, tab) {
             Some(s) => {
                 if let Some(first) = step_lines.get(&s.name) {
-                    let msg = format!("duplicate step name {:?} (first at line {first}); step names must be unique", s.name);
+                    let msg = format!(
+                        "duplicate step name {:?} (first at line {first}); step names must be unique",
+                        s.name
+                    );
                     r.key_err(tab, "name", msg);
                     ok = false;
                 } else {
@@ -77,7 +78,10 @@ pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Opti
         match check(r, tab, &step_lines) {
             Some(c) => {
                 if let Some(first) = check_lines.get(&c.name) {
-                    let msg = format!("duplicate check name {:?} (first at line {first}); check names must be unique", c.name);
+                    let msg = format!(
+                        "duplicate check name {:?} (first at line {first}); check names must be unique",
+                        c.name
+                    );
                     r.key_err(tab, "name", msg);
                     ok = false;
                 } else {
@@ -144,51 +148,29 @@ fn step(r: &mut Reader, tab: &Tab<'_>) -> Option<Step> {
             st
         }),
     };
-    let run = r.required_string(
-        tab,
-        "run",
-        "every step needs `run`, the shell command it runs",
-    );
+    let run = r.required_string(tab, "run", "every step needs `run`, the shell command it runs");
     let timeout_sec = match r.get(tab, "timeout_sec") {
         None => Some(None),
         Some(_) => seconds(r, tab, "timeout_sec").map(Some),
     };
     let clean = globs(r, tab, "clean");
-    Some(Step {
-        name: name?,
-        stage: stage?,
-        run: run?,
-        timeout_sec: timeout_sec?,
-        clean: clean?,
-    })
+    Some(Step { name: name?, stage: stage?, run: run?, timeout_sec: timeout_sec?, clean: clean? })
 }
 
 fn check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Option<Check> {
     r.unknown_keys(tab, CHECK_KEYS, &|k| match k {
-        "tol" | "tolerance" => {
-            Some("unknown key; the tolerances are `abs_tol` and `rel_tol`".to_owned())
-        }
+        "tol" | "tolerance" => Some("unknown key; the tolerances are `abs_tol` and `rel_tol`".to_owned()),
         "min" | "max" => Some("unknown key; a bounded value is `range = [lo, hi]`".to_owned()),
-        "pointer" | "json_pointer" => {
-            Some("unknown key; a json pointer is `json = \"/a/b\"`".to_owned())
-        }
+        "pointer" | "json_pointer" => Some("unknown key; a json pointer is `json = \"/a/b\"`".to_owned()),
         _ => None,
     });
     let name = r.required_string(tab, "name", "every check needs a name");
     let file = r
-        .required_string(
-            tab,
-            "file",
-            "expected a path relative to $CLEANROOM_OUT or \"stdout:<step name>\"",
-        )
+        .required_string(tab, "file", "expected a path relative to $CLEANROOM_OUT or \"stdout:<step name>\"")
         .and_then(|f| check_file(r, tab, &f, steps));
 
     // Selector: at most one.
-    let selectors: Vec<&str> = SELECTORS
-        .iter()
-        .copied()
-        .filter(|k| r.get(tab, k).is_some())
-        .collect();
+    let selectors: Vec<&str> = SELECTORS.iter().copied().filter(|k| r.get(tab, k).is_some()).collect();
     let select = match selectors.as_slice() {
         [] => Some(None),
         [one] => selector(r, tab, one).map(Some),
@@ -203,18 +185,10 @@ fn check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Optio
     };
 
     // Comparison: exactly one.
-    let comparisons: Vec<&str> = COMPARISONS
-        .iter()
-        .copied()
-        .filter(|k| r.get(tab, k).is_some())
-        .collect();
+    let comparisons: Vec<&str> = COMPARISONS.iter().copied().filter(|k| r.get(tab, k).is_some()).collect();
     for tol in ["abs_tol", "rel_tol"] {
         if r.get(tab, tol).is_some() && !comparisons.contains(&"expect") {
-            r.key_err(
-                tab,
-                tol,
-                "applies only to `expect`; add `expect = <number>` or remove it",
-            );
+            r.key_err(tab, tol, "applies only to `expect`; add `expect = <number>` or remove it");
         }
     }
     let compare = match comparisons.as_slice() {
@@ -241,27 +215,14 @@ fn check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Optio
         r.key_err(
             tab,
             "exists",
-            format!(
-                "`exists` judges the file itself and takes no selector; remove `{}`",
-                selectors[0]
-            ),
+            format!("`exists` judges the file itself and takes no selector; remove `{}`", selectors[0]),
         );
         return None;
     }
-    Some(Check {
-        name: name?,
-        file: file?,
-        select: select?,
-        compare: compare?,
-    })
+    Some(Check { name: name?, file: file?, select: select?, compare: compare? })
 }
 
-fn check_file(
-    r: &mut Reader,
-    tab: &Tab<'_>,
-    f: &str,
-    steps: &HashMap<String, usize>,
-) -> Option<CheckFile> {
+fn check_file(r: &mut Reader, tab: &Tab<'_>, f: &str, steps: &HashMap<String, usize>) -> Option<CheckFile> {
     if let Some(step) = f.strip_prefix("stdout:") {
         if steps.contains_key(step) {
             return Some(CheckFile::StepStdout(step.to_owned()));
@@ -271,14 +232,7 @@ fn check_file(
         let known = if names.is_empty() {
             "there are no steps".to_owned()
         } else {
-            format!(
-                "the steps are {}",
-                names
-                    .iter()
-                    .map(|n| format!("{n:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+            format!("the steps are {}", names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "))
         };
         r.key_err(tab, "file", format!("no step is named {step:?}; {known}"));
         return None;
@@ -299,11 +253,7 @@ fn selector(r: &mut Reader, tab: &Tab<'_>, kind: &str) -> Option<Selector> {
         "json" => {
             let p = r.string(tab, "json")?;
             if let Some(problem) = json_pointer_problem(&p) {
-                r.key_err(
-                    tab,
-                    "json",
-                    format!("{p:?} is not a json pointer (rfc 6901): {problem}"),
-                );
+                r.key_err(tab, "json", format!("{p:?} is not a json pointer (rfc 6901): {problem}"));
                 return None;
             }
             Some(Selector::Json(p))
@@ -333,43 +283,29 @@ fn selector(r: &mut Reader, tab: &Tab<'_>, kind: &str) -> Option<Selector> {
 fn csv_selector(r: &mut Reader, tab: &Tab<'_>) -> Option<Selector> {
     let csv = r.table(tab, "csv")?;
     r.unknown_keys(&csv, CSV_KEYS, &|_| None);
-    let column = r.required_string(
-        &csv,
-        "column",
-        "expected the header name of the column to read",
-    );
+    let column = r.required_string(&csv, "column", "expected the header name of the column to read");
     let delimiter = match r.get(&csv, "delimiter") {
         None => Some(b','),
-        Some(_) => r
-            .string(&csv, "delimiter")
-            .and_then(|d| match d.as_bytes() {
-                [b] if b.is_ascii() && *b != b'"' && *b != b'\n' && *b != b'\r' => Some(*b),
-                _ => {
-                    r.key_err(
-                        &csv,
-                        "delimiter",
-                        format!("{d:?} is not one ascii character such as \",\", \";\" or \"\\t\""),
-                    );
-                    None
-                }
-            }),
+        Some(_) => r.string(&csv, "delimiter").and_then(|d| match d.as_bytes() {
+            [b] if b.is_ascii() && *b != b'"' && *b != b'\n' && *b != b'\r' => Some(*b),
+            _ => {
+                r.key_err(
+                    &csv,
+                    "delimiter",
+                    format!("{d:?} is not one ascii character such as \",\", \";\" or \"\\t\""),
+                );
+                None
+            }
+        }),
     };
     let row = match r.get(&csv, "row") {
         None => {
-            r.missing(
-                &csv,
-                "row",
-                "expected `row = N` (0-based) or `row = { COLUMN = \"text\" }`",
-            );
+            r.missing(&csv, "row", "expected `row = N` (0-based) or `row = { COLUMN = \"text\" }`");
             None
         }
         Some(item) => csv_row(r, &csv, item),
     };
-    Some(Selector::Csv {
-        row: row?,
-        column: column?,
-        delimiter: delimiter?,
-    })
+    Some(Selector::Csv { row: row?, column: column?, delimiter: delimiter? })
 }
 
 fn csv_row(r: &mut Reader, csv: &Tab<'_>, item: &Item) -> Option<CsvRow> {
@@ -381,24 +317,16 @@ fn csv_row(r: &mut Reader, csv: &Tab<'_>, item: &Item) -> Option<CsvRow> {
         r.key_err(
             csv,
             "row",
-            format!(
-                "expected a record number or `{{ COLUMN = \"text\" }}`, found {}",
-                describe(item)
-            ),
+            format!("expected a record number or `{{ COLUMN = \"text\" }}`, found {}", describe(item)),
         );
         return None;
     };
     let entries: Vec<(&str, &Item)> = t.iter().collect();
     match entries.as_slice() {
         [(column, value)] => match value.as_str() {
-            Some(text) => Some(CsvRow::Match {
-                column: (*column).to_owned(),
-                text: text.to_owned(),
-            }),
+            Some(text) => Some(CsvRow::Match { column: (*column).to_owned(), text: text.to_owned() }),
             None => {
-                let found = value
-                    .as_value()
-                    .map_or_else(|| describe(value), describe_value);
+                let found = value.as_value().map_or_else(|| describe(value), describe_value);
                 r.key_err(
                     csv,
                     "row",
@@ -411,10 +339,7 @@ fn csv_row(r: &mut Reader, csv: &Tab<'_>, item: &Item) -> Option<CsvRow> {
             r.key_err(
                 csv,
                 "row",
-                format!(
-                    "expected exactly one `COLUMN = \"text\"` pair, found {}",
-                    entries.len()
-                ),
+                format!("expected exactly one `COLUMN = \"text\"` pair, found {}", entries.len()),
             );
             None
         }
@@ -440,19 +365,13 @@ fn comparison(r: &mut Reader, tab: &Tab<'_>, kind: &str) -> Option<Comparison> {
             };
             let abs_tol = tol("abs_tol");
             let rel_tol = tol("rel_tol");
-            Some(Comparison::Number {
-                expect: expect?,
-                abs_tol: abs_tol?,
-                rel_tol: rel_tol?,
-            })
+            Some(Comparison::Number { expect: expect?, abs_tol: abs_tol?, rel_tol: rel_tol? })
         }
         "range" => {
             let item = r.get(tab, "range")?;
-            let bounds: Option<Vec<f64>> = item.as_array().map(|a| {
-                a.iter()
-                    .filter_map(|v| item_number(&Item::Value(v.clone())))
-                    .collect()
-            });
+            let bounds: Option<Vec<f64>> = item
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| item_number(&Item::Value(v.clone()))).collect());
             let len = item.as_array().map(|a| a.len());
             match (bounds.as_deref(), len) {
                 (Some([lo, hi]), Some(2)) if lo.is_finite() && hi.is_finite() && lo <= hi => {
@@ -470,10 +389,7 @@ fn comparison(r: &mut Reader, tab: &Tab<'_>, kind: &str) -> Option<Comparison> {
                     r.key_err(
                         tab,
                         "range",
-                        format!(
-                            "expected two finite numbers [lo, hi], found {}",
-                            describe(item)
-                        ),
+                        format!("expected two finite numbers [lo, hi], found {}", describe(item)),
                     );
                     None
                 }
@@ -493,15 +409,17 @@ fn comparison(r: &mut Reader, tab: &Tab<'_>, kind: &str) -> Option<Comparison> {
                 }
             }
         }
-        _ => {
-            match r.boolean(tab, "exists")? {
-                true => Some(Comparison::Exists),
-                false => {
-                    r.key_err(tab, "exists", "only `exists = true` is supported; to check that a file is absent, use a step");
-                    None
-                }
+        _ => match r.boolean(tab, "exists")? {
+            true => Some(Comparison::Exists),
+            false => {
+                r.key_err(
+                    tab,
+                    "exists",
+                    "only `exists = true` is supported; to check that a file is absent, use a step",
+                );
+                None
             }
-        }
+        },
     }
 }
 

@@ -24,12 +24,7 @@ impl LoadError {
         key: Option<&str>,
         message: impl Into<String>,
     ) -> Self {
-        LoadError {
-            file: file.into(),
-            line,
-            key: key.map(str::to_owned),
-            message: one_line(&message.into()),
-        }
+        LoadError { file: file.into(), line, key: key.map(str::to_owned), message: one_line(&message.into()) }
     }
 
     /// An error about a file or directory as a whole.

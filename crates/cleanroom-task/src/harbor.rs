@@ -47,15 +47,8 @@ pub(crate) fn string_schema_version_hint() -> String {
 /// A hint for a task directory laid out for Harbor (tests/test.sh,
 /// environment/Dockerfile, solution/solve.sh) that lacks verify/checks.toml.
 pub(crate) fn layout_hint(dir: &std::path::Path) -> Option<String> {
-    let harbor_files = [
-        "tests/test.sh",
-        "environment/Dockerfile",
-        "solution/solve.sh",
-    ];
-    let found: Vec<&str> = harbor_files
-        .into_iter()
-        .filter(|f| dir.join(f).exists())
-        .collect();
+    let harbor_files = ["tests/test.sh", "environment/Dockerfile", "solution/solve.sh"];
+    let found: Vec<&str> = harbor_files.into_iter().filter(|f| dir.join(f).exists()).collect();
     if found.is_empty() {
         return None;
     }

@@ -21,13 +21,11 @@ mod toml_read;
 
 pub use checks::{Check, CheckFile, Comparison, CsvRow, Selector, Stage, Step, VerifySpec};
 pub use error::{LoadError, LoadErrors};
-pub use fetch::{
-    materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions,
-};
+pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
 pub use load::{load_task, load_tasks, Task};
 pub use rules::{build_globset, compile_glob, is_valid_task_id, parse_requirement};
 pub use spec::{
-    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle,
-    Paper, TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
+    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle, Paper,
+    TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
 };

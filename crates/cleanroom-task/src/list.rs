@@ -25,9 +25,7 @@ impl FromStr for ListFormat {
             "table" => Ok(ListFormat::Table),
             "csv" => Ok(ListFormat::Csv),
             "json" => Ok(ListFormat::Json),
-            _ => Err(format!(
-                "unknown list format {s:?}; expected table, csv or json"
-            )),
+            _ => Err(format!("unknown list format {s:?}; expected table, csv or json")),
         }
     }
 }
@@ -131,28 +129,15 @@ fn render_json(tasks: &[Task]) -> String {
 }
 
 fn render_table(tasks: &[Task]) -> String {
-    let header = [
-        "ID",
-        "DOMAIN",
-        "DIFFICULTY",
-        "AGENT TIME",
-        "SOURCE",
-        "LANGUAGES",
-        "NEEDS",
-        "TITLE",
-    ];
+    let header = ["ID", "DOMAIN", "DIFFICULTY", "AGENT TIME", "SOURCE", "LANGUAGES", "NEEDS", "TITLE"];
     let rows: Vec<[String; 8]> = tasks
         .iter()
         .map(|t| {
             let s = &t.spec;
-            let needs: Vec<&str> = [
-                ("legacy", s.task.legacy),
-                ("gpu", s.task.gpu),
-                ("qemu", s.task.qemu),
-            ]
-            .into_iter()
-            .filter_map(|(n, on)| on.then_some(n))
-            .collect();
+            let needs: Vec<&str> = [("legacy", s.task.legacy), ("gpu", s.task.gpu), ("qemu", s.task.qemu)]
+                .into_iter()
+                .filter_map(|(n, on)| on.then_some(n))
+                .collect();
             [
                 t.id.clone(),
                 s.task.domain.as_str().to_owned(),
@@ -219,9 +204,7 @@ fn duration(secs: u64) -> String {
 
 /// Control characters from task files never reach the terminal raw.
 fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect()
+    s.chars().map(|c| if c.is_control() { '\u{fffd}' } else { c }).collect()
 }
 
 #[cfg(test)]

@@ -117,16 +117,10 @@ fn task_dirs(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
         } else {
             format!("cannot read the directory: {e}")
         };
-        LoadError::file(
-            path,
-            format!("{what}; expected a task directory or a directory of tasks"),
-        )
+        LoadError::file(path, format!("{what}; expected a task directory or a directory of tasks"))
     })?;
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.join("task.toml").is_file())
-        .collect();
+    let mut dirs: Vec<PathBuf> =
+        entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("task.toml").is_file()).collect();
     dirs.sort();
     if dirs.is_empty() {
         return Err(LoadError::file(
@@ -185,8 +179,7 @@ pub fn load_task(dir: &Path) -> Result<Task, LoadErrors> {
             verify
         }
         Err(msg) => {
-            let mut msg =
-                format!("{msg}; every task needs verify/checks.toml, its hidden steps and checks");
+            let mut msg = format!("{msg}; every task needs verify/checks.toml, its hidden steps and checks");
             if let Some(h) = harbor::layout_hint(dir) {
                 msg = format!("{msg} ({h})");
             }
@@ -196,13 +189,9 @@ pub fn load_task(dir: &Path) -> Result<Task, LoadErrors> {
     };
 
     match (spec, verify, instruction) {
-        (Some(spec), Some(verify), Some(instruction)) if errors.is_empty() => Ok(Task {
-            id: spec.task.id.clone(),
-            dir: dir.to_path_buf(),
-            spec,
-            verify,
-            instruction,
-        }),
+        (Some(spec), Some(verify), Some(instruction)) if errors.is_empty() => {
+            Ok(Task { id: spec.task.id.clone(), dir: dir.to_path_buf(), spec, verify, instruction })
+        }
         _ => {
             if errors.is_empty() {
                 // Defensive: every path to a missing part records an error.

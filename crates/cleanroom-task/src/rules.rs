@@ -7,8 +7,7 @@ use regex::Regex;
 /// `[a-z0-9][a-z0-9_.-]{0,63}`.
 pub fn is_valid_task_id(id: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"^[a-z0-9][a-z0-9_.-]{0,63}$").expect("static regex"))
-        .is_match(id)
+    RE.get_or_init(|| Regex::new(r"^[a-z0-9][a-z0-9_.-]{0,63}$").expect("static regex")).is_match(id)
 }
 
 /// What is wrong with a path that must be relative and stay inside its
@@ -74,18 +73,16 @@ pub(crate) fn is_hex(s: &str, len: usize) -> bool {
 pub fn parse_requirement(req: &str) -> Option<(String, String)> {
     static NAME: OnceLock<Regex> = OnceLock::new();
     static VERSION: OnceLock<Regex> = OnceLock::new();
-    let name_re = NAME.get_or_init(|| {
-        Regex::new(r"^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$").expect("static regex")
-    });
-    let version_re = VERSION
-        .get_or_init(|| Regex::new(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$").expect("static regex"));
+    let name_re = NAME
+        .get_or_init(|| Regex::new(r"^(?i:[a-z0-9]|[a-z0-9][a-z0-9._-]*[a-z0-9])$").expect("static regex"));
+    let version_re =
+        VERSION.get_or_init(|| Regex::new(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*$").expect("static regex"));
     let (name, version) = req.split_once("==")?;
     let (name, version) = (name.trim(), version.trim());
     if version.starts_with('=') {
         return None;
     }
-    (name_re.is_match(name) && version_re.is_match(version))
-        .then(|| (name.to_owned(), version.to_owned()))
+    (name_re.is_match(name) && version_re.is_match(version)).then(|| (name.to_owned(), version.to_owned()))
 }
 
 #[cfg(test)]
@@ -97,17 +94,7 @@ mod tests {
         for ok in ["a", "sobol-seq", "x_1.2-b", "0", &"a".repeat(64)] {
             assert!(is_valid_task_id(ok), "{ok}");
         }
-        for bad in [
-            "",
-            "-a",
-            "_a",
-            ".a",
-            "A",
-            "a b",
-            "a/b",
-            &"a".repeat(65),
-            "é",
-        ] {
+        for bad in ["", "-a", "_a", ".a", "A", "a b", "a/b", &"a".repeat(65), "é"] {
             assert!(!is_valid_task_id(bad), "{bad}");
         }
     }
@@ -136,24 +123,9 @@ mod tests {
 
     #[test]
     fn requirements() {
-        assert_eq!(
-            parse_requirement("sobol_seq==0.2.0"),
-            Some(("sobol_seq".into(), "0.2.0".into()))
-        );
-        assert_eq!(
-            parse_requirement("six == 1.10.0"),
-            Some(("six".into(), "1.10.0".into()))
-        );
-        for bad in [
-            "six",
-            "six>=1.0",
-            "six==",
-            "==1.0",
-            "six===1.0",
-            "six==1.*",
-            "-six==1",
-            "six==1 2",
-        ] {
+        assert_eq!(parse_requirement("sobol_seq==0.2.0"), Some(("sobol_seq".into(), "0.2.0".into())));
+        assert_eq!(parse_requirement("six == 1.10.0"), Some(("six".into(), "1.10.0".into())));
+        for bad in ["six", "six>=1.0", "six==", "==1.0", "six===1.0", "six==1.*", "-six==1", "six==1 2"] {
             assert_eq!(parse_requirement(bad), None, "{bad}");
         }
     }

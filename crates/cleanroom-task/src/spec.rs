@@ -118,11 +118,7 @@ pub enum ArtifactSource {
     Dir,
     /// `path` inside the task, or `url` with a required `sha256`
     /// (lowercase hex). With `path`, `sha256` is optional and checked when given.
-    Archive {
-        path: Option<String>,
-        url: Option<String>,
-        sha256: Option<String>,
-    },
+    Archive { path: Option<String>, url: Option<String>, sha256: Option<String> },
     /// `rev` is a full commit id, lowercase hex.
     Git { url: String, rev: String },
     /// `requirement = "name==version"`.

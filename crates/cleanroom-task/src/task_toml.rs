@@ -6,12 +6,11 @@ use toml_edit::{ImDocument, Table};
 
 use crate::harbor;
 use crate::rules::{
-    absolute_path_problem, compile_glob, is_hex, is_valid_task_id, parse_requirement,
-    relative_path_problem,
+    absolute_path_problem, compile_glob, is_hex, is_valid_task_id, parse_requirement, relative_path_problem,
 };
 use crate::spec::{
-    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle,
-    Paper, TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
+    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle, Paper,
+    TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
 };
 use crate::toml_read::{Reader, Tab};
 
@@ -26,27 +25,10 @@ const ROOT_KEYS: &[&str] = &[
     "oracle",
     "verify",
 ];
-const TASK_KEYS: &[&str] = &[
-    "id",
-    "title",
-    "domain",
-    "difficulty",
-    "languages",
-    "legacy",
-    "gpu",
-    "qemu",
-    "tags",
-];
+const TASK_KEYS: &[&str] =
+    &["id", "title", "domain", "difficulty", "languages", "legacy", "gpu", "qemu", "tags"];
 const PAPER_KEYS: &[&str] = &["title", "venue", "year", "url"];
-const ARTIFACT_KEYS: &[&str] = &[
-    "source",
-    "dest",
-    "path",
-    "url",
-    "sha256",
-    "rev",
-    "requirement",
-];
+const ARTIFACT_KEYS: &[&str] = &["source", "dest", "path", "url", "sha256", "rev", "requirement"];
 const ENVIRONMENT_KEYS: &[&str] = &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus"];
 const AGENT_KEYS: &[&str] = &["timeout_sec"];
 const EXPERIMENT_KEYS: &[&str] = &["command", "outputs"];
@@ -56,11 +38,7 @@ const VERIFY_KEYS: &[&str] = &["timeout_sec", "network", "protected"];
 /// Reads task.toml of the task in `dir`. Errors go to `r`; the spec is
 /// returned when every required piece was readable (it is only meaningful
 /// when `r.errors` is empty).
-pub(crate) fn read_task_toml(
-    r: &mut Reader,
-    doc: &ImDocument<String>,
-    dir: &Path,
-) -> Option<TaskSpec> {
+pub(crate) fn read_task_toml(r: &mut Reader, doc: &ImDocument<String>, dir: &Path) -> Option<TaskSpec> {
     let empty = Table::new();
     let root = r.root(doc);
     let hint = |key: &str| harbor::task_toml_hint(key);
@@ -70,11 +48,7 @@ pub(crate) fn read_task_toml(
 
     let task_tab = section(r, &root, "task", &empty);
     let task = if r.get(&root, "task").is_none() {
-        r.missing(
-            &root,
-            "task",
-            "every task needs a [task] table with title and domain",
-        );
+        r.missing(&root, "task", "every task needs a [task] table with title and domain");
         None
     } else {
         task_meta(r, &task_tab, dir)
@@ -95,9 +69,7 @@ pub(crate) fn read_task_toml(
         }
     };
     let oracle_tab = section(r, &root, "oracle", &empty);
-    r.unknown_keys(&oracle_tab, ORACLE_KEYS, &|k| {
-        harbor::task_toml_hint(&Reader::full_key(&oracle_tab, k))
-    });
+    r.unknown_keys(&oracle_tab, ORACLE_KEYS, &|k| harbor::task_toml_hint(&Reader::full_key(&oracle_tab, k)));
     let oracle_timeout = r.integer(&oracle_tab, "timeout_sec", 1);
     let tab = section(r, &root, "verify", &empty);
     let verify = verify(r, &tab);
@@ -109,9 +81,7 @@ pub(crate) fn read_task_toml(
         paper: paper?,
         artifact: artifact?,
         environment: environment?,
-        oracle: Oracle {
-            timeout_sec: oracle_timeout.map_or(agent.timeout_sec, |n| n as u64),
-        },
+        oracle: Oracle { timeout_sec: oracle_timeout.map_or(agent.timeout_sec, |n| n as u64) },
         agent,
         experiment: experiment?,
         verify: verify?,
@@ -121,11 +91,7 @@ pub(crate) fn read_task_toml(
 /// A top-level table, or an empty one (defaults) when it is absent or not
 /// a table (the latter is recorded as an error).
 fn section<'a>(r: &mut Reader, root: &Tab<'a>, key: &str, empty: &'a Table) -> Tab<'a> {
-    r.table(root, key).unwrap_or_else(|| Tab {
-        name: key.to_owned(),
-        line: r.key_line(root, key),
-        t: empty,
-    })
+    r.table(root, key).unwrap_or_else(|| Tab { name: key.to_owned(), line: r.key_line(root, key), t: empty })
 }
 
 fn schema_version(r: &mut Reader, root: &Tab<'_>) -> Option<u32> {
@@ -134,11 +100,7 @@ fn schema_version(r: &mut Reader, root: &Tab<'_>) -> Option<u32> {
             // Harbor's `version`: its own message says what to write.
             return None;
         }
-        r.missing(
-            root,
-            "schema_version",
-            "expected `schema_version = 1` at the top of task.toml",
-        );
+        r.missing(root, "schema_version", "expected `schema_version = 1` at the top of task.toml");
         return None;
     };
     if item.as_str().is_some() {
@@ -159,9 +121,7 @@ fn schema_version(r: &mut Reader, root: &Tab<'_>) -> Option<u32> {
 }
 
 fn check_keys(r: &mut Reader, tab: &Tab<'_>, allowed: &[&str]) {
-    r.unknown_keys(tab, allowed, &|k| {
-        harbor::task_toml_hint(&Reader::full_key(tab, k))
-    });
+    r.unknown_keys(tab, allowed, &|k| harbor::task_toml_hint(&Reader::full_key(tab, k)));
 }
 
 fn task_meta(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<TaskMeta> {
@@ -174,9 +134,7 @@ fn task_meta(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<TaskMeta> {
                     r.key_err(
                         tab,
                         "id",
-                        format!(
-                            "{id:?} is not a valid task id; expected [a-z0-9][a-z0-9_.-]{{0,63}}"
-                        ),
+                        format!("{id:?} is not a valid task id; expected [a-z0-9][a-z0-9_.-]{{0,63}}"),
                     );
                     return None;
                 }
@@ -184,10 +142,7 @@ fn task_meta(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<TaskMeta> {
             id
         }
         None => {
-            let name = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             if !is_valid_task_id(&name) {
                 let line = tab.line;
                 r.err(
@@ -210,30 +165,16 @@ fn task_meta(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<TaskMeta> {
     );
     let domain = match r.get(tab, "domain") {
         None => {
-            r.missing(
-                tab,
-                "domain",
-                "expected \"ai\", \"systems\" or \"scientific\"",
-            );
+            r.missing(tab, "domain", "expected \"ai\", \"systems\" or \"scientific\"");
             None
         }
-        Some(_) => enum_value(
-            r,
-            tab,
-            "domain",
-            Domain::parse,
-            &Domain::ALL.map(Domain::as_str),
-        ),
+        Some(_) => enum_value(r, tab, "domain", Domain::parse, &Domain::ALL.map(Domain::as_str)),
     };
     let difficulty = match r.get(tab, "difficulty") {
         None => Some(Difficulty::Medium),
-        Some(_) => enum_value(
-            r,
-            tab,
-            "difficulty",
-            Difficulty::parse,
-            &Difficulty::ALL.map(Difficulty::as_str),
-        ),
+        Some(_) => {
+            enum_value(r, tab, "difficulty", Difficulty::parse, &Difficulty::ALL.map(Difficulty::as_str))
+        }
     };
     let languages = strings_or_default(r, tab, "languages");
     let tags = strings_or_default(r, tab, "tags");
@@ -267,27 +208,20 @@ fn paper(r: &mut Reader, tab: &Tab<'_>) -> Option<Paper> {
     let url = opt_str(r, "url");
     let year = r.integer(tab, "year", 0);
     let ok = ok && (r.get(tab, "year").is_none() || year.is_some());
-    ok.then_some(Paper {
-        title,
-        venue,
-        year,
-        url,
-    })
+    ok.then_some(Paper { title, venue, year, url })
 }
 
 fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
     check_keys(r, tab, ARTIFACT_KEYS);
     let dest = match r.get(tab, "dest") {
         None => Some(DEFAULT_ARTIFACT_DEST.to_owned()),
-        Some(_) => r
-            .string(tab, "dest")
-            .and_then(|d| match absolute_path_problem(&d) {
-                Some(p) => {
-                    r.key_err(tab, "dest", p);
-                    None
-                }
-                None => Some(d),
-            }),
+        Some(_) => r.string(tab, "dest").and_then(|d| match absolute_path_problem(&d) {
+            Some(p) => {
+                r.key_err(tab, "dest", p);
+                None
+            }
+            None => Some(d),
+        }),
     };
     let kind = match r.get(tab, "source") {
         None => Some("dir".to_owned()),
@@ -343,8 +277,7 @@ fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
         "archive" => archive_source(r, tab, dir),
         "git" => {
             let url = r.required_string(tab, "url", "source = \"git\" needs the repository's url");
-            let rev =
-                r.required_string(tab, "rev", "source = \"git\" needs `rev`, a full commit id");
+            let rev = r.required_string(tab, "rev", "source = \"git\" needs `rev`, a full commit id");
             let rev = rev.and_then(|rev| {
                 if is_hex(&rev, 40) || is_hex(&rev, 64) {
                     Some(rev.to_ascii_lowercase())
@@ -357,10 +290,7 @@ fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
                     None
                 }
             });
-            Some(ArtifactSource::Git {
-                url: url?,
-                rev: rev?,
-            })
+            Some(ArtifactSource::Git { url: url?, rev: rev? })
         }
         _ => {
             let req = r.required_string(
@@ -379,10 +309,7 @@ fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
             Some(ArtifactSource::PypiSdist { requirement: req })
         }
     };
-    Some(Artifact {
-        source: source?,
-        dest: dest?,
-    })
+    Some(Artifact { source: source?, dest: dest? })
 }
 
 fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactSource> {
@@ -392,11 +319,7 @@ fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactS
     let sha256 = match sha256 {
         Some(s) if is_hex(&s, 64) => Some(s.to_ascii_lowercase()),
         Some(s) => {
-            r.key_err(
-                tab,
-                "sha256",
-                format!("{s:?} is not a sha256 digest; expected 64 hexadecimal digits"),
-            );
+            r.key_err(tab, "sha256", format!("{s:?} is not a sha256 digest; expected 64 hexadecimal digits"));
             return None;
         }
         None if r.get(tab, "sha256").is_some() => return None,
@@ -404,11 +327,7 @@ fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactS
     };
     match (&path, &url) {
         (Some(_), Some(_)) => {
-            r.key_err(
-                tab,
-                "url",
-                "give either `path` (inside the task) or `url`, not both",
-            );
+            r.key_err(tab, "url", "give either `path` (inside the task) or `url`, not both");
             None
         }
         (None, None) => {
@@ -427,42 +346,21 @@ fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactS
                 return None;
             }
             if !dir.join(p).is_file() {
-                r.key_err(
-                    tab,
-                    "path",
-                    format!("{p:?} is not a file in the task directory"),
-                );
+                r.key_err(tab, "path", format!("{p:?} is not a file in the task directory"));
                 return None;
             }
-            Some(ArtifactSource::Archive {
-                path: path.clone(),
-                url: None,
-                sha256,
-            })
+            Some(ArtifactSource::Archive { path: path.clone(), url: None, sha256 })
         }
         (None, Some(u)) => {
-            if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://"))
-            {
-                r.key_err(
-                    tab,
-                    "url",
-                    format!("{u:?} is not an http, https or file url"),
-                );
+            if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://")) {
+                r.key_err(tab, "url", format!("{u:?} is not an http, https or file url"));
                 return None;
             }
             if sha256.is_none() {
-                r.missing(
-                    tab,
-                    "sha256",
-                    "an archive `url` needs the archive's sha256 digest",
-                );
+                r.missing(tab, "sha256", "an archive `url` needs the archive's sha256 digest");
                 return None;
             }
-            Some(ArtifactSource::Archive {
-                path: None,
-                url: url.clone(),
-                sha256,
-            })
+            Some(ArtifactSource::Archive { path: None, url: url.clone(), sha256 })
         }
     }
 }
@@ -472,11 +370,9 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
     let d = Environment::default();
     let image = match r.get(tab, "image") {
         None => Some(d.image),
-        Some(_) => r.required_string(
-            tab,
-            "image",
-            "expected the name of a base image such as \"debian-12-minimal\"",
-        ),
+        Some(_) => {
+            r.required_string(tab, "image", "expected the name of a base image such as \"debian-12-minimal\"")
+        }
     };
     let cpus = int_or(r, tab, "cpus", 1, d.cpus as u64);
     let memory_mb = int_or(r, tab, "memory_mb", 1, d.memory_mb);
@@ -523,10 +419,7 @@ fn experiment(r: &mut Reader, tab: &Tab<'_>) -> Option<Experiment> {
             ok = false;
         }
     }
-    ok.then(|| Experiment {
-        command,
-        outputs: without_lines(outputs),
-    })
+    ok.then(|| Experiment { command, outputs: without_lines(outputs) })
 }
 
 fn verify(r: &mut Reader, tab: &Tab<'_>) -> Option<VerifyConfig> {
@@ -537,11 +430,7 @@ fn verify(r: &mut Reader, tab: &Tab<'_>) -> Option<VerifyConfig> {
     };
     let network = bool_or(r, tab, "network", false);
     let protected = globs(r, tab, "protected");
-    Some(VerifyConfig {
-        timeout_sec: timeout_sec?,
-        network: network?,
-        protected: protected?,
-    })
+    Some(VerifyConfig { timeout_sec: timeout_sec?, network: network?, protected: protected? })
 }
 
 /// A list of valid globs, each error at its own line.
@@ -560,11 +449,7 @@ pub(crate) fn globs(r: &mut Reader, tab: &Tab<'_>, key: &str) -> Option<Vec<Stri
 /// A time budget: an integer number of seconds, at least 1.
 pub(crate) fn seconds(r: &mut Reader, tab: &Tab<'_>, key: &str) -> Option<u64> {
     if let Some(f) = r.get(tab, key).and_then(|i| i.as_float()) {
-        r.key_err(
-            tab,
-            key,
-            format!("expected an integer number of seconds, found the float {f:?}"),
-        );
+        r.key_err(tab, key, format!("expected an integer number of seconds, found the float {f:?}"));
         return None;
     }
     r.integer(tab, key, 1).map(|n| n as u64)
@@ -581,14 +466,7 @@ fn enum_value<T>(
     let v = parse(&s);
     if v.is_none() {
         let expected: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
-        r.key_err(
-            tab,
-            key,
-            format!(
-                "unknown value {s:?}; expected one of {}",
-                expected.join(", ")
-            ),
-        );
+        r.key_err(tab, key, format!("unknown value {s:?}; expected one of {}", expected.join(", ")));
     }
     v
 }

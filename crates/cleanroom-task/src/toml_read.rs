@@ -33,18 +33,13 @@ impl Reader {
     pub fn parse(file: PathBuf, text: &str) -> (Reader, Option<ImDocument<String>>) {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        let mut r = Reader {
-            file,
-            line_starts,
-            errors: Vec::new(),
-        };
+        let mut r = Reader { file, line_starts, errors: Vec::new() };
         match ImDocument::parse(text.to_owned()) {
             Ok(doc) => (r, Some(doc)),
             Err(e) => {
                 let line = r.line(e.span()).unwrap_or(1);
                 let msg = format!("invalid toml: {}", e.message());
-                r.errors
-                    .push(LoadError::new(r.file.clone(), Some(line), None, msg));
+                r.errors.push(LoadError::new(r.file.clone(), Some(line), None, msg));
                 (r, None)
             }
         }
@@ -52,11 +47,7 @@ impl Reader {
 
     /// The root table of a parsed document.
     pub fn root<'a>(&self, doc: &'a ImDocument<String>) -> Tab<'a> {
-        Tab {
-            name: String::new(),
-            line: 1,
-            t: doc.as_table(),
-        }
+        Tab { name: String::new(), line: 1, t: doc.as_table() }
     }
 
     /// The 1-based line of a byte offset range.
@@ -85,12 +76,7 @@ impl Reader {
     }
 
     pub fn err(&mut self, line: usize, key: &str, msg: impl Into<String>) {
-        self.errors.push(LoadError::new(
-            self.file.clone(),
-            Some(line),
-            Some(key),
-            msg,
-        ));
+        self.errors.push(LoadError::new(self.file.clone(), Some(line), Some(key), msg));
     }
 
     /// An error about `key` of `tab`, at the key's line.
@@ -102,18 +88,9 @@ impl Reader {
     /// Records every key of `tab` that is not in `allowed`. `hint` may say
     /// where a foreign key comes from; otherwise the message lists the
     /// allowed keys and suggests a close one.
-    pub fn unknown_keys(
-        &mut self,
-        tab: &Tab<'_>,
-        allowed: &[&str],
-        hint: &dyn Fn(&str) -> Option<String>,
-    ) {
-        let unknown: Vec<String> = tab
-            .t
-            .iter()
-            .map(|(k, _)| k.to_owned())
-            .filter(|k| !allowed.contains(&k.as_str()))
-            .collect();
+    pub fn unknown_keys(&mut self, tab: &Tab<'_>, allowed: &[&str], hint: &dyn Fn(&str) -> Option<String>) {
+        let unknown: Vec<String> =
+            tab.t.iter().map(|(k, _)| k.to_owned()).filter(|k| !allowed.contains(&k.as_str())).collect();
         for key in unknown {
             let msg = match hint(&key) {
                 Some(h) => h,
@@ -123,10 +100,7 @@ impl Reader {
                     } else {
                         format!("in [{}]", tab.name)
                     };
-                    let mut m = format!(
-                        "unknown key {place}; expected one of: {}",
-                        allowed.join(", ")
-                    );
+                    let mut m = format!("unknown key {place}; expected one of: {}", allowed.join(", "));
                     if let Some(close) = closest(&key, allowed) {
                         m = format!(
                             "unknown key {place}; did you mean `{close}`? expected one of: {}",
@@ -150,11 +124,7 @@ impl Reader {
     }
 
     fn type_err(&mut self, tab: &Tab<'_>, key: &str, expected: &str, item: &Item) {
-        self.key_err(
-            tab,
-            key,
-            format!("expected {expected}, found {}", describe(item)),
-        );
+        self.key_err(tab, key, format!("expected {expected}, found {}", describe(item)));
     }
 
     pub fn string(&mut self, tab: &Tab<'_>, key: &str) -> Option<String> {
@@ -241,10 +211,8 @@ impl Reader {
                 Some(s) => out.push((s.to_owned(), line)),
                 None => {
                     ok = false;
-                    let msg = format!(
-                        "expected a list of strings, found an element that is {}",
-                        describe_value(v)
-                    );
+                    let msg =
+                        format!("expected a list of strings, found an element that is {}", describe_value(v));
                     self.err(line, &Self::full_key(tab, key), msg);
                 }
             }
@@ -258,9 +226,7 @@ impl Reader {
         match item.as_table_like() {
             Some(t) => Some(Tab {
                 name: Self::full_key(tab, key),
-                line: self
-                    .line(item.span())
-                    .unwrap_or_else(|| self.key_line(tab, key)),
+                line: self.line(item.span()).unwrap_or_else(|| self.key_line(tab, key)),
                 t,
             }),
             None => {

@@ -18,20 +18,12 @@ fn mode(p: &Path) -> u32 {
 }
 
 fn sha256_hex(p: &Path) -> String {
-    Sha256::digest(fs::read(p).unwrap())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(fs::read(p).unwrap()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A task whose task.toml has `artifact` as its [artifact] table body.
 fn task_with_artifact(parent: &Path, name: &str, artifact: &str) -> PathBuf {
-    write_task(
-        parent,
-        name,
-        &format!("{BASE}[artifact]\n{artifact}"),
-        CHECK,
-    )
+    write_task(parent, name, &format!("{BASE}[artifact]\n{artifact}"), CHECK)
 }
 
 fn load(dir: &Path) -> Task {
@@ -62,35 +54,19 @@ fn dir_source_copies_modes_links_and_overlay() {
     assert_eq!(rec.location, art.display().to_string());
     assert_eq!(rec.sha256.as_ref().map(String::len), Some(64));
     assert_eq!(rec.revision, None);
-    assert_eq!(
-        fs::read_to_string(out.join("main.py")).unwrap(),
-        "print(1)\n"
-    );
+    assert_eq!(fs::read_to_string(out.join("main.py")).unwrap(), "print(1)\n");
     assert_eq!(mode(&out.join("bin/run.sh")), 0o750);
-    assert_eq!(
-        fs::read_link(out.join("run")).unwrap(),
-        Path::new("bin/run.sh")
-    );
-    assert_eq!(
-        fs::read_link(out.join("dict")).unwrap(),
-        Path::new("/usr/share/dict")
-    );
-    assert_eq!(
-        fs::read_to_string(out.join("README")).unwrap(),
-        "from overlay\n"
-    );
-    assert_eq!(
-        fs::read_to_string(out.join("bin/extra.sh")).unwrap(),
-        "echo\n"
-    );
+    assert_eq!(fs::read_link(out.join("run")).unwrap(), Path::new("bin/run.sh"));
+    assert_eq!(fs::read_link(out.join("dict")).unwrap(), Path::new("/usr/share/dict"));
+    assert_eq!(fs::read_to_string(out.join("README")).unwrap(), "from overlay\n");
+    assert_eq!(fs::read_to_string(out.join("bin/extra.sh")).unwrap(), "echo\n");
 
     // The same tree gives the same digest; a change gives another.
     let out2 = tmp.path().join("out2");
     let rec2 = materialize_artifact(&task, &tmp.path().join("cache"), &out2).unwrap();
     assert_eq!(rec.sha256, rec2.sha256);
     fs::write(art.join("README"), "changed\n").unwrap();
-    let rec3 =
-        materialize_artifact(&task, &tmp.path().join("cache"), &tmp.path().join("out3")).unwrap();
+    let rec3 = materialize_artifact(&task, &tmp.path().join("cache"), &tmp.path().join("out3")).unwrap();
     assert_ne!(rec.sha256, rec3.sha256);
 
     // out_dir must be new or empty.
@@ -135,40 +111,16 @@ struct Entry {
 }
 
 fn file(name: &'static [u8], mode: u32, data: &'static [u8]) -> Entry {
-    Entry {
-        name,
-        kind: tar::EntryType::Regular,
-        mode,
-        data,
-        link: b"",
-    }
+    Entry { name, kind: tar::EntryType::Regular, mode, data, link: b"" }
 }
 fn dir(name: &'static [u8]) -> Entry {
-    Entry {
-        name,
-        kind: tar::EntryType::Directory,
-        mode: 0o755,
-        data: b"",
-        link: b"",
-    }
+    Entry { name, kind: tar::EntryType::Directory, mode: 0o755, data: b"", link: b"" }
 }
 fn symlink(name: &'static [u8], target: &'static [u8]) -> Entry {
-    Entry {
-        name,
-        kind: tar::EntryType::Symlink,
-        mode: 0o777,
-        data: b"",
-        link: target,
-    }
+    Entry { name, kind: tar::EntryType::Symlink, mode: 0o777, data: b"", link: target }
 }
 fn hardlink(name: &'static [u8], target: &'static [u8]) -> Entry {
-    Entry {
-        name,
-        kind: tar::EntryType::Link,
-        mode: 0o644,
-        data: b"",
-        link: target,
-    }
+    Entry { name, kind: tar::EntryType::Link, mode: 0o644, data: b"", link: target }
 }
 
 /// A tar stream with names written verbatim (even unsafe ones).
@@ -214,42 +166,19 @@ fn package_entries() -> Vec<Entry> {
 }
 
 fn assert_package(out: &Path) {
-    assert_eq!(
-        fs::read_to_string(out.join("setup.py")).unwrap(),
-        "print('setup')\n"
-    );
-    assert_eq!(
-        fs::read_to_string(out.join("setup-copy.py")).unwrap(),
-        "print('setup')\n"
-    );
+    assert_eq!(fs::read_to_string(out.join("setup.py")).unwrap(), "print('setup')\n");
+    assert_eq!(fs::read_to_string(out.join("setup-copy.py")).unwrap(), "print('setup')\n");
     assert_eq!(mode(&out.join("bin/run.sh")), 0o755);
-    assert_eq!(
-        fs::read_link(out.join("run")).unwrap(),
-        Path::new("bin/run.sh")
-    );
-    let mtime = fs::metadata(out.join("setup.py"))
-        .unwrap()
-        .modified()
-        .unwrap();
-    assert_eq!(
-        mtime
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs(),
-        1_000_000_000
-    );
-    assert!(
-        !out.join("pkg-1.0").exists(),
-        "the common top-level directory is stripped"
-    );
+    assert_eq!(fs::read_link(out.join("run")).unwrap(), Path::new("bin/run.sh"));
+    let mtime = fs::metadata(out.join("setup.py")).unwrap().modified().unwrap();
+    assert_eq!(mtime.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs(), 1_000_000_000);
+    assert!(!out.join("pkg-1.0").exists(), "the common top-level directory is stripped");
 }
 
 fn archive_task(tmp: &Path, name: &str, file_name: &str, bytes: &[u8], sha: Option<&str>) -> Task {
     let dir = write_task(tmp, name, BASE, CHECK);
     fs::write(dir.join(file_name), bytes).unwrap();
-    let sha = sha
-        .map(|s| format!("sha256 = \"{s}\"\n"))
-        .unwrap_or_default();
+    let sha = sha.map(|s| format!("sha256 = \"{s}\"\n")).unwrap_or_default();
     let toml = format!("{BASE}[artifact]\nsource = \"archive\"\npath = \"{file_name}\"\n{sha}");
     fs::write(dir.join("task.toml"), toml).unwrap();
     load(&dir)
@@ -259,23 +188,15 @@ fn archive_task(tmp: &Path, name: &str, file_name: &str, bytes: &[u8], sha: Opti
 fn archive_path_tar_gz_bz2_and_plain_tar() {
     let tmp = tempfile::tempdir().unwrap();
     let tar = tar_bytes(&package_entries());
-    for (i, (file_name, bytes)) in [
-        ("a.tar.gz", gz(&tar)),
-        ("a.tar.bz2", bz2(&tar)),
-        ("a.tar", tar.clone()),
-    ]
-    .into_iter()
-    .enumerate()
+    for (i, (file_name, bytes)) in
+        [("a.tar.gz", gz(&tar)), ("a.tar.bz2", bz2(&tar)), ("a.tar", tar.clone())].into_iter().enumerate()
     {
         let task = archive_task(tmp.path(), &format!("t{i}"), file_name, &bytes, None);
         let out = tmp.path().join(format!("out{i}"));
         let rec = materialize_artifact(&task, &tmp.path().join("cache"), &out).unwrap();
         assert_package(&out);
         assert_eq!(rec.kind, "archive");
-        assert_eq!(
-            rec.sha256.as_deref(),
-            Some(sha256_hex(&task.dir.join(file_name)).as_str())
-        );
+        assert_eq!(rec.sha256.as_deref(), Some(sha256_hex(&task.dir.join(file_name)).as_str()));
         assert!(rec.location.ends_with(file_name));
     }
 }
@@ -284,10 +205,7 @@ fn archive_path_tar_gz_bz2_and_plain_tar() {
 fn archive_digest_is_checked() {
     let tmp = tempfile::tempdir().unwrap();
     let bytes = gz(&tar_bytes(&package_entries()));
-    let good = Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<String>();
+    let good = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
     let task = archive_task(tmp.path(), "ok", "a.tgz", &bytes, Some(&good));
     materialize_artifact(&task, tmp.path(), &tmp.path().join("out")).unwrap();
     let task = archive_task(tmp.path(), "bad", "a.tgz", &bytes, Some(&"0".repeat(64)));
@@ -299,10 +217,7 @@ fn archive_digest_is_checked() {
 #[test]
 fn archive_without_common_top_is_kept_whole() {
     let tmp = tempfile::tempdir().unwrap();
-    let bytes = gz(&tar_bytes(&[
-        file(b"a.txt", 0o644, b"a"),
-        file(b"./b/c.txt", 0o600, b"c"),
-    ]));
+    let bytes = gz(&tar_bytes(&[file(b"a.txt", 0o644, b"a"), file(b"./b/c.txt", 0o600, b"c")]));
     let task = archive_task(tmp.path(), "t", "a.tar.gz", &bytes, None);
     let out = tmp.path().join("out");
     materialize_artifact(&task, tmp.path(), &out).unwrap();
@@ -326,10 +241,7 @@ fn archive_url_is_downloaded_once_into_the_cache() {
     let dir = task_with_artifact(
         tmp.path(),
         "u",
-        &format!(
-            "source = \"archive\"\nurl = \"file://{}\"\nsha256 = \"{sha}\"\n",
-            src.display()
-        ),
+        &format!("source = \"archive\"\nurl = \"file://{}\"\nsha256 = \"{sha}\"\n", src.display()),
     );
     let task = load(&dir);
     let cache = tmp.path().join("cache");
@@ -366,29 +278,20 @@ fn zip_archives() {
     let tmp = tempfile::tempdir().unwrap();
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     let stored = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    let deflated =
-        SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let deflated = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
     w.add_directory("proj-2/", stored).unwrap();
-    w.start_file("proj-2/run.sh", deflated.unix_permissions(0o755))
-        .unwrap();
+    w.start_file("proj-2/run.sh", deflated.unix_permissions(0o755)).unwrap();
     w.write_all(b"#!/bin/sh\n").unwrap();
     w.start_file("proj-2/data/table.csv", stored).unwrap();
     w.write_all(b"N,error\n64,0.001\n").unwrap();
-    w.add_symlink("proj-2/link", "data/table.csv", stored)
-        .unwrap();
+    w.add_symlink("proj-2/link", "data/table.csv", stored).unwrap();
     let bytes = w.finish().unwrap().into_inner();
     let task = archive_task(tmp.path(), "z", "a.zip", &bytes, None);
     let out = tmp.path().join("out");
     materialize_artifact(&task, tmp.path(), &out).unwrap();
-    assert_eq!(
-        fs::read_to_string(out.join("data/table.csv")).unwrap(),
-        "N,error\n64,0.001\n"
-    );
+    assert_eq!(fs::read_to_string(out.join("data/table.csv")).unwrap(), "N,error\n64,0.001\n");
     assert_eq!(mode(&out.join("run.sh")), 0o755);
-    assert_eq!(
-        fs::read_link(out.join("link")).unwrap(),
-        Path::new("data/table.csv")
-    );
+    assert_eq!(fs::read_link(out.join("link")).unwrap(), Path::new("data/table.csv"));
 
     // Unsafe zip entries are refused.
     let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
@@ -406,50 +309,20 @@ fn unsafe_tar_entries_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: Vec<(&str, Vec<Entry>, &str)> = vec![
         ("dotdot", vec![file(b"../evil.txt", 0o644, b"x")], "`..`"),
-        (
-            "inner-dotdot",
-            vec![file(b"pkg/../../evil.txt", 0o644, b"x")],
-            "`..`",
-        ),
-        (
-            "absolute",
-            vec![file(b"/tmp/evil.txt", 0o644, b"x")],
-            "absolute",
-        ),
-        (
-            "link-out",
-            vec![dir(b"pkg/"), symlink(b"pkg/l", b"../../outside")],
-            "points outside",
-        ),
+        ("inner-dotdot", vec![file(b"pkg/../../evil.txt", 0o644, b"x")], "`..`"),
+        ("absolute", vec![file(b"/tmp/evil.txt", 0o644, b"x")], "absolute"),
+        ("link-out", vec![dir(b"pkg/"), symlink(b"pkg/l", b"../../outside")], "points outside"),
         ("link-abs", vec![symlink(b"l", b"/etc")], "points outside"),
         (
             "through-link",
-            vec![
-                dir(b"a/"),
-                symlink(b"l", b"a"),
-                file(b"l/x.txt", 0o644, b"x"),
-            ],
+            vec![dir(b"a/"), symlink(b"l", b"a"), file(b"l/x.txt", 0o644, b"x")],
             "symbolic link l",
         ),
-        (
-            "hardlink-out",
-            vec![file(b"f", 0o644, b"x"), hardlink(b"h", b"/etc/passwd")],
-            "absolute",
-        ),
-        (
-            "hardlink-missing",
-            vec![hardlink(b"h", b"nothing")],
-            "not a regular file",
-        ),
+        ("hardlink-out", vec![file(b"f", 0o644, b"x"), hardlink(b"h", b"/etc/passwd")], "absolute"),
+        ("hardlink-missing", vec![hardlink(b"h", b"nothing")], "not a regular file"),
     ];
     for (name, entries, fragment) in cases {
-        let task = archive_task(
-            tmp.path(),
-            name,
-            "a.tar.gz",
-            &gz(&tar_bytes(&entries)),
-            None,
-        );
+        let task = archive_task(tmp.path(), name, "a.tar.gz", &gz(&tar_bytes(&entries)), None);
         let out = tmp.path().join(format!("out-{name}"));
         let err = materialize_artifact(&task, tmp.path(), &out).unwrap_err();
         assert!(matches!(err, FetchError::Unsafe { .. }), "{name}: {err}");
@@ -463,25 +336,15 @@ fn unsupported_and_corrupt_archives() {
     let tmp = tempfile::tempdir().unwrap();
     let task = archive_task(tmp.path(), "xz", "a.tar.xz", b"\xfd7zXZ\0rest", None);
     let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o1")).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("xz-compressed archives are not supported"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("xz-compressed archives are not supported"), "{err}");
     let task = archive_task(tmp.path(), "junk", "a.bin", b"hello world", None);
     let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o2")).unwrap_err();
-    assert!(
-        err.to_string().contains("not a recognized archive"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("not a recognized archive"), "{err}");
     let mut bytes = gz(&tar_bytes(&package_entries()));
     bytes.truncate(bytes.len() / 2);
     let task = archive_task(tmp.path(), "cut", "a.tar.gz", &bytes, None);
     let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o3")).unwrap_err();
-    assert!(
-        matches!(err, FetchError::Archive { .. } | FetchError::Io { .. }),
-        "{err}"
-    );
+    assert!(matches!(err, FetchError::Archive { .. } | FetchError::Io { .. }), "{err}");
 }
 
 // ---- git ----
@@ -490,22 +353,11 @@ fn git(repo: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.org",
-            "-c",
-            "commit.gpgsign=false",
-        ])
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"])
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
@@ -523,16 +375,8 @@ fn git_source_checks_out_one_commit_without_running_anything() {
     // Attributes that a checkout would apply; the bytes must stay as committed.
     fs::write(repo.join(".gitattributes"), "*.c text eol=crlf\n").unwrap();
     // A hook in the source repository must never run.
-    fs::write(
-        repo.join(".git/hooks/post-checkout"),
-        "#!/bin/sh\ntouch /tmp/cleanroom-hook-ran\n",
-    )
-    .unwrap();
-    fs::set_permissions(
-        repo.join(".git/hooks/post-checkout"),
-        fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    fs::write(repo.join(".git/hooks/post-checkout"), "#!/bin/sh\ntouch /tmp/cleanroom-hook-ran\n").unwrap();
+    fs::set_permissions(repo.join(".git/hooks/post-checkout"), fs::Permissions::from_mode(0o755)).unwrap();
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "first"]);
     let first = git(&repo, &["rev-parse", "HEAD"]);
@@ -553,16 +397,10 @@ fn git_source_checks_out_one_commit_without_running_anything() {
     assert_eq!(rec.kind, "git");
     assert_eq!(rec.location, url);
     assert_eq!(rec.revision.as_deref(), Some(first.as_str()));
-    assert_eq!(
-        fs::read(out.join("src/main.c")).unwrap(),
-        b"int main(void) { return 0; }\n"
-    );
+    assert_eq!(fs::read(out.join("src/main.c")).unwrap(), b"int main(void) { return 0; }\n");
     assert_eq!(mode(&out.join("build.sh")), 0o755);
     assert_eq!(mode(&out.join("src/main.c")), 0o644);
-    assert_eq!(
-        fs::read_link(out.join("main.c")).unwrap(),
-        Path::new("src/main.c")
-    );
+    assert_eq!(fs::read_link(out.join("main.c")).unwrap(), Path::new("src/main.c"));
     assert!(!out.join(".git").exists());
     assert!(out.join(".gitattributes").is_file());
     assert!(!Path::new("/tmp/cleanroom-hook-ran").exists());
@@ -575,18 +413,12 @@ fn git_source_checks_out_one_commit_without_running_anything() {
     );
     let out2 = tmp.path().join("out2");
     materialize_artifact(&load(&dir), &cache, &out2).unwrap();
-    assert_eq!(
-        fs::read(out2.join("src/main.c")).unwrap(),
-        b"int main(void) { return 1; }\n"
-    );
+    assert_eq!(fs::read(out2.join("src/main.c")).unwrap(), b"int main(void) { return 1; }\n");
 
     // With the repository gone, the cache still has both commits.
     fs::remove_dir_all(&repo).unwrap();
     materialize_artifact(&task, &cache, &tmp.path().join("out3")).unwrap();
-    assert_eq!(
-        fs::read(tmp.path().join("out3/src/main.c")).unwrap(),
-        b"int main(void) { return 0; }\n"
-    );
+    assert_eq!(fs::read(tmp.path().join("out3/src/main.c")).unwrap(), b"int main(void) { return 0; }\n");
 
     // An unknown commit is a clear error.
     let missing = "0".repeat(40);
@@ -619,21 +451,11 @@ fn pypi_sdist_tar_gz_from_the_real_index() {
     let rec = materialize_artifact(&task, &cache, &out).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rec.kind, "pypi-sdist");
     assert!(rec.location.starts_with("https://"), "{}", rec.location);
-    assert!(
-        rec.location.ends_with("sobol_seq-0.2.0.tar.gz"),
-        "{}",
-        rec.location
-    );
+    assert!(rec.location.ends_with("sobol_seq-0.2.0.tar.gz"), "{}", rec.location);
     let sha = rec.sha256.clone().unwrap();
     assert_eq!(sha.len(), 64);
-    assert_eq!(
-        sha256_hex(&cache.join(format!("downloads/sha256-{sha}"))),
-        sha
-    );
-    assert!(
-        out.join("setup.py").is_file(),
-        "unpacked without its top-level directory"
-    );
+    assert_eq!(sha256_hex(&cache.join(format!("downloads/sha256-{sha}"))), sha);
+    assert!(out.join("setup.py").is_file(), "unpacked without its top-level directory");
     assert!(out.join("sobol_seq").is_dir());
     assert!(!out.join("sobol_seq-0.2.0").exists());
 }
@@ -652,8 +474,5 @@ fn pypi_sdist_zip_and_errors_from_the_real_index() {
     let task = pypi_task(tmp.path(), "v", "sobol_seq==9.9.9");
     let err = materialize_artifact(&task, &cache, &tmp.path().join("o2")).unwrap_err();
     assert!(matches!(err, FetchError::Pypi { .. }), "{err}");
-    assert!(
-        err.to_string().contains("0.2.0"),
-        "lists known versions: {err}"
-    );
+    assert!(err.to_string().contains("0.2.0"), "lists known versions: {err}");
 }

@@ -43,20 +43,7 @@ fn csv_has_deploybench_columns() {
     );
     // No [paper] title: the task's title; no languages: empty.
     let minimal: Vec<&str> = rows[1].iter().collect();
-    assert_eq!(
-        minimal,
-        [
-            "minimal",
-            "A minimal task",
-            "medium",
-            "600",
-            "ai",
-            "no",
-            "no",
-            "",
-            "no"
-        ]
-    );
+    assert_eq!(minimal, ["minimal", "A minimal task", "medium", "600", "ai", "no", "no", "", "no"]);
 }
 
 #[test]
@@ -70,20 +57,7 @@ fn csv_quotes_what_needs_quoting_and_maps_systems_to_sys() {
     let mut rd = csv::Reader::from_reader(out.as_bytes());
     let row = rd.records().next().unwrap().unwrap();
     let row: Vec<&str> = row.iter().collect();
-    assert_eq!(
-        row,
-        [
-            "sorter",
-            "Fast, \"exact\" sorting",
-            "medium",
-            "7200",
-            "sys",
-            "no",
-            "yes",
-            "c",
-            "yes"
-        ]
-    );
+    assert_eq!(row, ["sorter", "Fast, \"exact\" sorting", "medium", "7200", "sys", "no", "yes", "c", "yes"]);
 }
 
 #[test]
@@ -94,12 +68,7 @@ fn json_lists_every_field() {
     let list = v.as_array().unwrap();
     assert_eq!(list.len(), 2);
     let heat = &list[0];
-    let keys: Vec<&str> = heat
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys: Vec<&str> = heat.as_object().unwrap().keys().map(String::as_str).collect();
     let mut expected = vec![
         "id",
         "path",
@@ -119,10 +88,7 @@ fn json_lists_every_field() {
     expected.sort();
     assert_eq!(keys_sorted, expected);
     assert_eq!(heat["id"], "heat-2d");
-    assert!(heat["path"]
-        .as_str()
-        .unwrap()
-        .ends_with("fixtures/tasks/heat-2d"));
+    assert!(heat["path"].as_str().unwrap().ends_with("fixtures/tasks/heat-2d"));
     assert_eq!(heat["title"], "2-D heat equation solver, Table 2");
     assert_eq!(heat["domain"], "scientific");
     assert_eq!(heat["difficulty"], "hard");
@@ -159,9 +125,6 @@ fn task_serializes_to_json() {
     let tasks = load_tasks(&[fixtures().join("heat-2d")]).unwrap();
     let v = serde_json::to_value(&tasks[0]).unwrap();
     assert_eq!(v["spec"]["artifact"]["source"]["source"], "dir");
-    assert_eq!(
-        v["verify"]["checks"][1]["select"]["regex"],
-        "checksum: ([0-9a-f]{16})"
-    );
+    assert_eq!(v["verify"]["checks"][1]["select"]["regex"], "checksum: ([0-9a-f]{16})");
     assert_eq!(v["verify"]["steps"][0]["stage"], "setup");
 }

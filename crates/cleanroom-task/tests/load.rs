@@ -3,8 +3,7 @@ mod common;
 use std::fs;
 
 use cleanroom_task::{
-    load_task, load_tasks, ArtifactSource, CheckFile, Comparison, CsvRow, Difficulty, Domain,
-    Selector, Stage,
+    load_task, load_tasks, ArtifactSource, CheckFile, Comparison, CsvRow, Difficulty, Domain, Selector, Stage,
 };
 use common::{assert_error, errors, fixtures, write_task, BASE, CHECK};
 
@@ -21,10 +20,7 @@ fn full_task_parses_every_key() {
     assert_eq!(s.task.languages, ["fortran", "python"]);
     assert!(s.task.legacy && !s.task.gpu && !s.task.qemu);
     assert_eq!(s.task.tags, ["lapack", "pde"]);
-    assert_eq!(
-        s.paper.title.as_deref(),
-        Some("A Fast Solver for the Heat Equation")
-    );
+    assert_eq!(s.paper.title.as_deref(), Some("A Fast Solver for the Heat Equation"));
     assert_eq!(s.paper.venue.as_deref(), Some("SC"));
     assert_eq!(s.paper.year, Some(2019));
     assert_eq!(s.paper.url.as_deref(), Some("https://example.org/paper"));
@@ -69,64 +65,25 @@ fn full_task_steps_and_checks() {
     assert_eq!(c.len(), 5);
     assert_eq!(c[0].file, CheckFile::Path("table2.json".into()));
     assert!(matches!(&c[0].select, Some(Selector::Json(p)) if p == "/n64/max_error"));
-    assert_eq!(
-        c[0].compare,
-        Comparison::Number {
-            expect: 1.23e-4,
-            abs_tol: None,
-            rel_tol: Some(0.05)
-        }
-    );
+    assert_eq!(c[0].compare, Comparison::Number { expect: 1.23e-4, abs_tol: None, rel_tol: Some(0.05) });
 
-    assert_eq!(
-        c[1].file,
-        CheckFile::StepStdout("designated experiment".into())
-    );
-    let Some(Selector::Regex(re)) = &c[1].select else {
-        panic!("regex")
-    };
-    let caps = re
-        .captures("line one\nchecksum: 0252ff0a0004de61\n")
-        .unwrap();
+    assert_eq!(c[1].file, CheckFile::StepStdout("designated experiment".into()));
+    let Some(Selector::Regex(re)) = &c[1].select else { panic!("regex") };
+    let caps = re.captures("line one\nchecksum: 0252ff0a0004de61\n").unwrap();
     assert_eq!(&caps[1], "0252ff0a0004de61");
-    assert!(
-        re.is_match("x\nchecksum: 0123456789abcdef"),
-        "multi-line mode"
-    );
+    assert!(re.is_match("x\nchecksum: 0123456789abcdef"), "multi-line mode");
     assert_eq!(c[1].compare, Comparison::Equals("0252ff0a0004de61".into()));
 
-    let Some(Selector::Csv {
-        row,
-        column,
-        delimiter,
-    }) = &c[2].select
-    else {
-        panic!("csv")
-    };
-    assert_eq!(
-        row,
-        &CsvRow::Match {
-            column: "N".into(),
-            text: "64".into()
-        }
-    );
+    let Some(Selector::Csv { row, column, delimiter }) = &c[2].select else { panic!("csv") };
+    assert_eq!(row, &CsvRow::Match { column: "N".into(), text: "64".into() });
     assert_eq!(column, "error");
     assert_eq!(*delimiter, b',');
     assert_eq!(c[2].compare, Comparison::Range { lo: 0.0, hi: 0.01 });
 
-    let Some(Selector::Csv { row, delimiter, .. }) = &c[3].select else {
-        panic!("csv")
-    };
+    let Some(Selector::Csv { row, delimiter, .. }) = &c[3].select else { panic!("csv") };
     assert_eq!(row, &CsvRow::Index(0));
     assert_eq!(*delimiter, b'\t');
-    assert_eq!(
-        c[3].compare,
-        Comparison::Number {
-            expect: 3.0,
-            abs_tol: Some(0.5),
-            rel_tol: None
-        }
-    );
+    assert_eq!(c[3].compare, Comparison::Number { expect: 3.0, abs_tol: Some(0.5), rel_tol: None });
 
     assert!(c[4].select.is_none());
     assert_eq!(c[4].compare, Comparison::Exists);
@@ -142,10 +99,7 @@ fn minimal_task_gets_every_default() {
     assert!(s.task.languages.is_empty() && s.task.tags.is_empty());
     assert!(!s.task.legacy && !s.task.gpu && !s.task.qemu);
     assert!(
-        s.paper.title.is_none()
-            && s.paper.venue.is_none()
-            && s.paper.year.is_none()
-            && s.paper.url.is_none()
+        s.paper.title.is_none() && s.paper.venue.is_none() && s.paper.year.is_none() && s.paper.url.is_none()
     );
     assert_eq!(s.artifact.source, ArtifactSource::Dir);
     assert_eq!(s.artifact.dest, "/workspace/artifact");
@@ -156,10 +110,7 @@ fn minimal_task_gets_every_default() {
     assert!(s.environment.network);
     assert_eq!(s.environment.gpus, 0);
     assert!(s.experiment.is_none());
-    assert_eq!(
-        s.oracle.timeout_sec, 600,
-        "oracle timeout defaults to the agent's"
-    );
+    assert_eq!(s.oracle.timeout_sec, 600, "oracle timeout defaults to the agent's");
     assert_eq!(s.verify.timeout_sec, 900);
     assert!(!s.verify.network);
     assert!(s.verify.protected.is_empty());
@@ -200,11 +151,7 @@ fn other_sources_parse() {
 #[test]
 fn steps_and_checks_as_inline_arrays_and_default_stage() {
     let checks = "step = [{ name = \"a\", run = \"true\" }]\ncheck = [{ name = \"c\", file = \"stdout:a\", regex = '(x)', equals = \"x\" }]\n";
-    assert!(
-        errors(BASE, checks).is_empty(),
-        "{:?}",
-        errors(BASE, checks)
-    );
+    assert!(errors(BASE, checks).is_empty(), "{:?}", errors(BASE, checks));
     let tmp = tempfile::tempdir().unwrap();
     let dir = write_task(tmp.path(), "t1", BASE, checks);
     let t = load_task(&dir).unwrap();
@@ -216,13 +163,7 @@ fn steps_and_checks_as_inline_arrays_and_default_stage() {
 #[test]
 fn unknown_keys_name_file_line_and_key() {
     let e = errors(&format!("{BASE}[environment]\ncpuz = 2\n"), CHECK);
-    assert_error(
-        &e,
-        "task.toml",
-        8,
-        "environment.cpuz",
-        "did you mean `cpus`",
-    );
+    assert_error(&e, "task.toml", 8, "environment.cpuz", "did you mean `cpus`");
     let e = errors(&format!("\nbogus = 1\n{BASE}"), CHECK);
     assert_error(&e, "task.toml", 2, "bogus", "unknown key at the top level");
     let e = errors(&format!("{BASE}[tasks]\nx = 1\n"), CHECK);
@@ -236,41 +177,11 @@ fn harbor_keys_get_harbor_messages() {
          [verifier]\ntimeout_sec = 120.0\n[metadata]\nauthor_name = \"x\"\n[solution]\nenv = {{}}\n"
     );
     let e = errors(&toml, CHECK);
-    assert_error(
-        &e,
-        "task.toml",
-        8,
-        "environment.allow_internet",
-        "environment.network",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        9,
-        "environment.storage_mb",
-        "environment.disk_mb",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        10,
-        "environment.docker_image",
-        "environment.image",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        11,
-        "environment.build_timeout_sec",
-        "Harbor's task format",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        12,
-        "environment.memory",
-        "environment.memory_mb",
-    );
+    assert_error(&e, "task.toml", 8, "environment.allow_internet", "environment.network");
+    assert_error(&e, "task.toml", 9, "environment.storage_mb", "environment.disk_mb");
+    assert_error(&e, "task.toml", 10, "environment.docker_image", "environment.image");
+    assert_error(&e, "task.toml", 11, "environment.build_timeout_sec", "Harbor's task format");
+    assert_error(&e, "task.toml", 12, "environment.memory", "environment.memory_mb");
     assert_error(&e, "task.toml", 13, "verifier", "verify/checks.toml");
     assert_error(&e, "task.toml", 15, "metadata", "[task]");
     assert_error(&e, "task.toml", 17, "solution", "solution/setup.sh");
@@ -282,33 +193,18 @@ fn harbor_keys_get_harbor_messages() {
     assert_error(&e, "task.toml", 1, "schema_version", "Harbor's task format");
     assert_error(&e, "task.toml", 3, "task.name", "task.id");
     assert_error(&e, "task.toml", 8, "agent.user", "root");
-    let e = errors(
-        &format!(
-            "version = \"1.0\"\n{}",
-            &BASE["schema_version = 1\n".len()..]
-        ),
-        CHECK,
-    );
+    let e = errors(&format!("version = \"1.0\"\n{}", &BASE["schema_version = 1\n".len()..]), CHECK);
     assert_error(&e, "task.toml", 1, "version", "schema_version = 1");
 }
 
 #[test]
 fn missing_required_keys() {
-    let e = errors(
-        "[task]\ntitle = \"t\"\ndomain = \"ai\"\n[agent]\ntimeout_sec = 60\n",
-        CHECK,
-    );
+    let e = errors("[task]\ntitle = \"t\"\ndomain = \"ai\"\n[agent]\ntimeout_sec = 60\n", CHECK);
     assert_error(&e, "task.toml", 1, "schema_version", "missing");
-    let e = errors(
-        "schema_version = 1\n[task]\n[agent]\ntimeout_sec = 60\n",
-        CHECK,
-    );
+    let e = errors("schema_version = 1\n[task]\n[agent]\ntimeout_sec = 60\n", CHECK);
     assert_error(&e, "task.toml", 2, "task.title", "missing");
     assert_error(&e, "task.toml", 2, "task.domain", "missing");
-    let e = errors(
-        "schema_version = 1\n[task]\ntitle = \"t\"\ndomain = \"ai\"\n",
-        CHECK,
-    );
+    let e = errors("schema_version = 1\n[task]\ntitle = \"t\"\ndomain = \"ai\"\n", CHECK);
     assert_error(&e, "task.toml", 1, "agent.timeout_sec", "missing");
     let e = errors("schema_version = 1\n[agent]\ntimeout_sec = 60\n", CHECK);
     assert_error(&e, "task.toml", 1, "task", "missing");
@@ -321,75 +217,21 @@ fn wrong_types_and_values() {
     let toml = "schema_version = 2\n[task]\ntitle = 5\ndomain = \"biology\"\ndifficulty = \"extreme\"\nlanguages = [\"c\", 1]\nlegacy = \"yes\"\n\
                 [environment]\ncpus = 0\nmemory_mb = \"4G\"\nnetwork = 1\n[agent]\ntimeout_sec = 120.0\n[paper]\nyear = \"2019\"\n";
     let e = errors(toml, CHECK);
-    assert_error(
-        &e,
-        "task.toml",
-        1,
-        "schema_version",
-        "unsupported version 2",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        3,
-        "task.title",
-        "expected a string, found the integer 5",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        4,
-        "task.domain",
-        "expected one of \"ai\", \"systems\", \"scientific\"",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        5,
-        "task.difficulty",
-        "\"easy\", \"medium\", \"hard\"",
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        6,
-        "task.languages",
-        "found an element that is the integer 1",
-    );
+    assert_error(&e, "task.toml", 1, "schema_version", "unsupported version 2");
+    assert_error(&e, "task.toml", 3, "task.title", "expected a string, found the integer 5");
+    assert_error(&e, "task.toml", 4, "task.domain", "expected one of \"ai\", \"systems\", \"scientific\"");
+    assert_error(&e, "task.toml", 5, "task.difficulty", "\"easy\", \"medium\", \"hard\"");
+    assert_error(&e, "task.toml", 6, "task.languages", "found an element that is the integer 1");
     assert_error(&e, "task.toml", 7, "task.legacy", "expected true or false");
     assert_error(&e, "task.toml", 9, "environment.cpus", "at least 1");
-    assert_error(
-        &e,
-        "task.toml",
-        10,
-        "environment.memory_mb",
-        "expected an integer",
-    );
+    assert_error(&e, "task.toml", 10, "environment.memory_mb", "expected an integer");
     assert_error(&e, "task.toml", 11, "environment.network", "true or false");
-    assert_error(
-        &e,
-        "task.toml",
-        13,
-        "agent.timeout_sec",
-        "integer number of seconds",
-    );
+    assert_error(&e, "task.toml", 13, "agent.timeout_sec", "integer number of seconds");
     assert_error(&e, "task.toml", 15, "paper.year", "expected an integer");
-    let e = errors(
-        &format!("{BASE}[verify]\ntimeout_sec = 0\nprotected = \"eval/**\"\n"),
-        CHECK,
-    );
+    let e = errors(&format!("{BASE}[verify]\ntimeout_sec = 0\nprotected = \"eval/**\"\n"), CHECK);
     assert_error(&e, "task.toml", 8, "verify.timeout_sec", "at least 1");
-    assert_error(
-        &e,
-        "task.toml",
-        9,
-        "verify.protected",
-        "expected a list of strings",
-    );
-    let e = errors(
-        "schema_version = 1\ntask = 5\n[agent]\ntimeout_sec = 1\n",
-        CHECK,
-    );
+    assert_error(&e, "task.toml", 9, "verify.protected", "expected a list of strings");
+    let e = errors("schema_version = 1\ntask = 5\n[agent]\ntimeout_sec = 1\n", CHECK);
     assert_error(&e, "task.toml", 2, "task", "expected a table");
 }
 
@@ -400,16 +242,9 @@ fn task_ids() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = write_task(tmp.path(), "Bad_Dir", BASE, CHECK);
     let err = load_task(&dir).unwrap_err().to_string();
-    assert!(
-        err.contains("Bad_Dir/task.toml:2: task.id: the directory name \"Bad_Dir\""),
-        "{err}"
-    );
-    let ok = write_task(
-        tmp.path(),
-        "Also_Bad",
-        &BASE.replace("[task]\n", "[task]\nid = \"fine-id\"\n"),
-        CHECK,
-    );
+    assert!(err.contains("Bad_Dir/task.toml:2: task.id: the directory name \"Bad_Dir\""), "{err}");
+    let ok =
+        write_task(tmp.path(), "Also_Bad", &BASE.replace("[task]\n", "[task]\nid = \"fine-id\"\n"), CHECK);
     assert_eq!(load_task(&ok).unwrap().id, "fine-id");
 }
 
@@ -417,69 +252,34 @@ fn task_ids() {
 fn artifact_errors() {
     let sha = "ab".repeat(32);
     let e = errors(&format!("{BASE}[artifact]\nsource = \"svn\"\n"), CHECK);
-    assert_error(
-        &e,
-        "task.toml",
-        8,
-        "artifact.source",
-        "unknown source \"svn\"",
-    );
-    let e = errors(
-        &format!("{BASE}[artifact]\ndest = \"workspace/a\"\n"),
-        CHECK,
-    );
+    assert_error(&e, "task.toml", 8, "artifact.source", "unknown source \"svn\"");
+    let e = errors(&format!("{BASE}[artifact]\ndest = \"workspace/a\"\n"), CHECK);
     assert_error(&e, "task.toml", 8, "artifact.dest", "absolute path");
     let e = errors(&format!("{BASE}[artifact]\nsource = \"archive\"\n"), CHECK);
     assert_error(&e, "task.toml", 7, "artifact.path", "missing");
-    let e = errors(
-        &format!("{BASE}[artifact]\nsource = \"archive\"\nurl = \"https://x/a.tgz\"\n"),
-        CHECK,
-    );
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"archive\"\nurl = \"https://x/a.tgz\"\n"), CHECK);
     assert_error(&e, "task.toml", 7, "artifact.sha256", "missing");
     let e = errors(
+        &format!("{BASE}[artifact]\nsource = \"archive\"\nurl = \"https://x/a.tgz\"\nsha256 = \"abc\"\n"),
+        CHECK,
+    );
+    assert_error(&e, "task.toml", 10, "artifact.sha256", "64 hexadecimal digits");
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"archive\"\npath = \"a.tar.gz\"\n"), CHECK);
+    assert_error(&e, "task.toml", 9, "artifact.path", "not a file in the task directory");
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"archive\"\npath = \"../a.tar.gz\"\n"), CHECK);
+    assert_error(&e, "task.toml", 9, "artifact.path", "`..`");
+    let e = errors(
         &format!(
-            "{BASE}[artifact]\nsource = \"archive\"\nurl = \"https://x/a.tgz\"\nsha256 = \"abc\"\n"
+            "{BASE}[artifact]\nsource = \"archive\"\npath = \"a\"\nurl = \"https://x\"\nsha256 = \"{sha}\"\n"
         ),
         CHECK,
     );
-    assert_error(
-        &e,
-        "task.toml",
-        10,
-        "artifact.sha256",
-        "64 hexadecimal digits",
-    );
-    let e = errors(
-        &format!("{BASE}[artifact]\nsource = \"archive\"\npath = \"a.tar.gz\"\n"),
-        CHECK,
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        9,
-        "artifact.path",
-        "not a file in the task directory",
-    );
-    let e = errors(
-        &format!("{BASE}[artifact]\nsource = \"archive\"\npath = \"../a.tar.gz\"\n"),
-        CHECK,
-    );
-    assert_error(&e, "task.toml", 9, "artifact.path", "`..`");
-    let e = errors(&format!("{BASE}[artifact]\nsource = \"archive\"\npath = \"a\"\nurl = \"https://x\"\nsha256 = \"{sha}\"\n"), CHECK);
     assert_error(&e, "task.toml", 10, "artifact.url", "not both");
     let e = errors(
-        &format!(
-            "{BASE}[artifact]\nsource = \"archive\"\nurl = \"ftp://x/a.tgz\"\nsha256 = \"{sha}\"\n"
-        ),
+        &format!("{BASE}[artifact]\nsource = \"archive\"\nurl = \"ftp://x/a.tgz\"\nsha256 = \"{sha}\"\n"),
         CHECK,
     );
-    assert_error(
-        &e,
-        "task.toml",
-        9,
-        "artifact.url",
-        "not an http, https or file url",
-    );
+    assert_error(&e, "task.toml", 9, "artifact.url", "not an http, https or file url");
     let e = errors(
         &format!("{BASE}[artifact]\nsource = \"git\"\nurl = \"https://x/r.git\"\nrev = \"main\"\n"),
         CHECK,
@@ -488,26 +288,12 @@ fn artifact_errors() {
     let e = errors(&format!("{BASE}[artifact]\nsource = \"git\"\n"), CHECK);
     assert_error(&e, "task.toml", 7, "artifact.url", "missing");
     assert_error(&e, "task.toml", 7, "artifact.rev", "missing");
-    let e = errors(
-        &format!("{BASE}[artifact]\nrev = \"{}\"\n", "a".repeat(40)),
-        CHECK,
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        8,
-        "artifact.rev",
-        "applies to source = \"git\"",
-    );
-    let e = errors(
-        &format!("{BASE}[artifact]\nsource = \"pypi-sdist\"\nrequirement = \"numpy>=1.0\"\n"),
-        CHECK,
-    );
+    let e = errors(&format!("{BASE}[artifact]\nrev = \"{}\"\n", "a".repeat(40)), CHECK);
+    assert_error(&e, "task.toml", 8, "artifact.rev", "applies to source = \"git\"");
+    let e =
+        errors(&format!("{BASE}[artifact]\nsource = \"pypi-sdist\"\nrequirement = \"numpy>=1.0\"\n"), CHECK);
     assert_error(&e, "task.toml", 9, "artifact.requirement", "name==version");
-    let e = errors(
-        &format!("{BASE}[artifact]\nsource = \"pypi-sdist\"\n"),
-        CHECK,
-    );
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"pypi-sdist\"\n"), CHECK);
     assert_error(&e, "task.toml", 7, "artifact.requirement", "missing");
 
     // source = "dir" needs artifact/.
@@ -515,48 +301,25 @@ fn artifact_errors() {
     let dir = write_task(tmp.path(), "t1", BASE, CHECK);
     fs::remove_dir_all(dir.join("artifact")).unwrap();
     let err = load_task(&dir).unwrap_err().to_string();
-    assert!(
-        err.contains("t1/task.toml:1: artifact.source: source = \"dir\""),
-        "{err}"
-    );
+    assert!(err.contains("t1/task.toml:1: artifact.source: source = \"dir\""), "{err}");
 }
 
 #[test]
 fn experiment_and_glob_errors() {
-    let e = errors(
-        &format!("{BASE}[experiment]\ncommand = 1\noutputs = [\"../x\", \"/abs\"]\n"),
-        CHECK,
-    );
-    assert_error(
-        &e,
-        "task.toml",
-        8,
-        "experiment.command",
-        "expected a string",
-    );
+    let e = errors(&format!("{BASE}[experiment]\ncommand = 1\noutputs = [\"../x\", \"/abs\"]\n"), CHECK);
+    assert_error(&e, "task.toml", 8, "experiment.command", "expected a string");
     assert_error(&e, "task.toml", 9, "experiment.outputs", "`..`");
     assert_error(&e, "task.toml", 9, "experiment.outputs", "relative path");
-    let e = errors(
-        &format!("{BASE}[verify]\nprotected = [\n  \"eval/**\",\n  \"data/[x\",\n]\n"),
-        CHECK,
-    );
+    let e = errors(&format!("{BASE}[verify]\nprotected = [\n  \"eval/**\",\n  \"data/[x\",\n]\n"), CHECK);
     assert_error(&e, "task.toml", 10, "verify.protected", "invalid glob");
 }
 
 #[test]
 fn syntax_errors_have_lines() {
     let e = errors(&format!("{BASE}[environment]\ncpus = = 2\n"), CHECK);
-    assert!(
-        e.iter()
-            .any(|l| l.starts_with("t1/task.toml:8: invalid toml:")),
-        "{e:?}"
-    );
+    assert!(e.iter().any(|l| l.starts_with("t1/task.toml:8: invalid toml:")), "{e:?}");
     let e = errors(BASE, "[[check]]\nname = \"a\"\nname = \"b\"\n");
-    assert!(
-        e.iter()
-            .any(|l| l.starts_with("t1/verify/checks.toml:3: invalid toml:")),
-        "{e:?}"
-    );
+    assert!(e.iter().any(|l| l.starts_with("t1/verify/checks.toml:3: invalid toml:")), "{e:?}");
 }
 
 #[test]
@@ -570,10 +333,7 @@ fn required_files() {
     let err = load_task(&dir).unwrap_err().to_string();
     assert!(err.contains("t1/instruction.md: missing"), "{err}");
     assert!(err.contains("t1/verify/checks.toml: missing"), "{err}");
-    assert!(
-        err.contains("tests/test.sh belongs to Harbor's task format"),
-        "{err}"
-    );
+    assert!(err.contains("tests/test.sh belongs to Harbor's task format"), "{err}");
     fs::write(dir.join("instruction.md"), " \n").unwrap();
     let err = load_task(&dir).unwrap_err().to_string();
     assert!(err.contains("t1/instruction.md: is empty"), "{err}");
@@ -590,10 +350,7 @@ const STEP: &str = "[[step]]\nname = \"run\"\nstage = \"run\"\nrun = \"true\"\n"
 fn comparisons_exactly_one() {
     let e = errors(BASE, "[[check]]\nname = \"a\"\nfile = \"o\"\n");
     assert_error(&e, "verify/checks.toml", 1, "check", "has no comparison");
-    let e = errors(
-        BASE,
-        "[[check]]\nname = \"a\"\nfile = \"o\"\nexpect = 1\nequals = \"1\"\n",
-    );
+    let e = errors(BASE, "[[check]]\nname = \"a\"\nfile = \"o\"\nexpect = 1\nequals = \"1\"\n");
     assert_error(
         &e,
         "verify/checks.toml",
@@ -601,41 +358,15 @@ fn comparisons_exactly_one() {
         "check.equals",
         "exactly one comparison, found `expect` and `equals`",
     );
-    let e = errors(
-        BASE,
-        "[[check]]\nname = \"a\"\nfile = \"o\"\nrange = [0, 1]\nexists = true\n",
-    );
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        5,
-        "check.exists",
-        "exactly one comparison",
-    );
+    let e = errors(BASE, "[[check]]\nname = \"a\"\nfile = \"o\"\nrange = [0, 1]\nexists = true\n");
+    assert_error(&e, "verify/checks.toml", 5, "check.exists", "exactly one comparison");
 }
 
 #[test]
 fn comparison_values() {
-    let c = |body: &str| {
-        errors(
-            BASE,
-            &format!("[[check]]\nname = \"a\"\nfile = \"o\"\n{body}"),
-        )
-    };
-    assert_error(
-        &c("expect = \"x\"\n"),
-        "verify/checks.toml",
-        4,
-        "check.expect",
-        "expected a number",
-    );
-    assert_error(
-        &c("expect = nan\n"),
-        "verify/checks.toml",
-        4,
-        "check.expect",
-        "finite",
-    );
+    let c = |body: &str| errors(BASE, &format!("[[check]]\nname = \"a\"\nfile = \"o\"\n{body}"));
+    assert_error(&c("expect = \"x\"\n"), "verify/checks.toml", 4, "check.expect", "expected a number");
+    assert_error(&c("expect = nan\n"), "verify/checks.toml", 4, "check.expect", "finite");
     assert_error(
         &c("expect = 1\nrel_tol = -0.1\n"),
         "verify/checks.toml",
@@ -650,41 +381,11 @@ fn comparison_values() {
         "check.abs_tol",
         "applies only to `expect`",
     );
-    assert_error(
-        &c("range = [1]\n"),
-        "verify/checks.toml",
-        4,
-        "check.range",
-        "two finite numbers",
-    );
-    assert_error(
-        &c("range = [2, 1]\n"),
-        "verify/checks.toml",
-        4,
-        "check.range",
-        "above upper bound",
-    );
-    assert_error(
-        &c("range = [\"a\", 1]\n"),
-        "verify/checks.toml",
-        4,
-        "check.range",
-        "two finite numbers",
-    );
-    assert_error(
-        &c("equals = 5\n"),
-        "verify/checks.toml",
-        4,
-        "check.equals",
-        "expected a string",
-    );
-    assert_error(
-        &c("exists = false\n"),
-        "verify/checks.toml",
-        4,
-        "check.exists",
-        "only `exists = true`",
-    );
+    assert_error(&c("range = [1]\n"), "verify/checks.toml", 4, "check.range", "two finite numbers");
+    assert_error(&c("range = [2, 1]\n"), "verify/checks.toml", 4, "check.range", "above upper bound");
+    assert_error(&c("range = [\"a\", 1]\n"), "verify/checks.toml", 4, "check.range", "two finite numbers");
+    assert_error(&c("equals = 5\n"), "verify/checks.toml", 4, "check.equals", "expected a string");
+    assert_error(&c("exists = false\n"), "verify/checks.toml", 4, "check.exists", "only `exists = true`");
     assert_error(
         &c("exists = true\njson = \"/a\"\n"),
         "verify/checks.toml",
@@ -698,12 +399,7 @@ fn comparison_values() {
 
 #[test]
 fn selectors() {
-    let c = |body: &str| {
-        errors(
-            BASE,
-            &format!("{STEP}[[check]]\nname = \"a\"\nfile = \"o\"\n{body}"),
-        )
-    };
+    let c = |body: &str| errors(BASE, &format!("{STEP}[[check]]\nname = \"a\"\nfile = \"o\"\n{body}"));
     assert_error(
         &c("json = \"/a\"\nregex = '(x)'\nexpect = 1\n"),
         "verify/checks.toml",
@@ -725,20 +421,8 @@ fn selectors() {
         "check.regex",
         "no capture group",
     );
-    assert_error(
-        &c("json = \"a/b\"\nexpect = 1\n"),
-        "verify/checks.toml",
-        8,
-        "check.json",
-        "rfc 6901",
-    );
-    assert_error(
-        &c("json = \"/a~2\"\nexpect = 1\n"),
-        "verify/checks.toml",
-        8,
-        "check.json",
-        "'~'",
-    );
+    assert_error(&c("json = \"a/b\"\nexpect = 1\n"), "verify/checks.toml", 8, "check.json", "rfc 6901");
+    assert_error(&c("json = \"/a~2\"\nexpect = 1\n"), "verify/checks.toml", 8, "check.json", "'~'");
     assert_error(
         &c("csv = { column = \"e\" }\nexpect = 1\n"),
         "verify/checks.toml",
@@ -795,25 +479,10 @@ fn selectors() {
 #[test]
 fn check_files() {
     let c = |file: &str| {
-        errors(
-            BASE,
-            &format!("{STEP}[[check]]\nname = \"a\"\nfile = \"{file}\"\nexists = true\n"),
-        )
+        errors(BASE, &format!("{STEP}[[check]]\nname = \"a\"\nfile = \"{file}\"\nexists = true\n"))
     };
-    assert_error(
-        &c("/etc/passwd"),
-        "verify/checks.toml",
-        7,
-        "check.file",
-        "relative path",
-    );
-    assert_error(
-        &c("a/../../b"),
-        "verify/checks.toml",
-        7,
-        "check.file",
-        "`..`",
-    );
+    assert_error(&c("/etc/passwd"), "verify/checks.toml", 7, "check.file", "relative path");
+    assert_error(&c("a/../../b"), "verify/checks.toml", 7, "check.file", "`..`");
     assert_error(
         &c("stdout:nope"),
         "verify/checks.toml",
@@ -830,85 +499,26 @@ fn check_files() {
 #[test]
 fn steps() {
     let e = errors(BASE, "[[step]]\nname = \"a\"\nstage = \"run\"\nrun = \"x\"\n[[step]]\nname = \"b\"\nstage = \"build\"\nrun = \"y\"\n");
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        7,
-        "step.stage",
-        "must not decrease",
-    );
-    let e = errors(
-        BASE,
-        "[[step]]\nname = \"a\"\nrun = \"x\"\n[[step]]\nname = \"a\"\nrun = \"y\"\n",
-    );
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        5,
-        "step.name",
-        "duplicate step name \"a\" (first at line 1)",
-    );
-    let e = errors(
-        BASE,
-        "[[step]]\nname = \"a\"\nstage = \"test\"\nrun = \"x\"\n",
-    );
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        3,
-        "step.stage",
-        "expected \"setup\", \"build\" or \"run\"",
-    );
+    assert_error(&e, "verify/checks.toml", 7, "step.stage", "must not decrease");
+    let e = errors(BASE, "[[step]]\nname = \"a\"\nrun = \"x\"\n[[step]]\nname = \"a\"\nrun = \"y\"\n");
+    assert_error(&e, "verify/checks.toml", 5, "step.name", "duplicate step name \"a\" (first at line 1)");
+    let e = errors(BASE, "[[step]]\nname = \"a\"\nstage = \"test\"\nrun = \"x\"\n");
+    assert_error(&e, "verify/checks.toml", 3, "step.stage", "expected \"setup\", \"build\" or \"run\"");
     let e = errors(BASE, "[[step]]\nname = \"a\"\n");
     assert_error(&e, "verify/checks.toml", 1, "step.run", "missing");
-    let e = errors(
-        BASE,
-        "[[step]]\nname = \"a\"\nrun = \"x\"\ntimeout_sec = -5\nclean = [\"[\"]\nenv = {}\n",
-    );
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        4,
-        "step.timeout_sec",
-        "at least 1",
-    );
+    let e =
+        errors(BASE, "[[step]]\nname = \"a\"\nrun = \"x\"\ntimeout_sec = -5\nclean = [\"[\"]\nenv = {}\n");
+    assert_error(&e, "verify/checks.toml", 4, "step.timeout_sec", "at least 1");
     assert_error(&e, "verify/checks.toml", 5, "step.clean", "invalid glob");
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        6,
-        "step.env",
-        "unknown key in [step]",
-    );
+    assert_error(&e, "verify/checks.toml", 6, "step.env", "unknown key in [step]");
     let e = errors(BASE, "[[check]]\nname = \"a\"\nfile = \"o\"\nexists = true\n[[check]]\nname = \"a\"\nfile = \"p\"\nexists = true\n");
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        6,
-        "check.name",
-        "duplicate check name",
-    );
-    let e = errors(
-        BASE,
-        "[[check]]\nname = \"a\"\nfile = \"o\"\nexpect = 1\ntolerance = 0.1\n",
-    );
+    assert_error(&e, "verify/checks.toml", 6, "check.name", "duplicate check name");
+    let e = errors(BASE, "[[check]]\nname = \"a\"\nfile = \"o\"\nexpect = 1\ntolerance = 0.1\n");
     assert_error(&e, "verify/checks.toml", 5, "check.tolerance", "abs_tol");
     let e = errors(BASE, "");
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        1,
-        "check",
-        "no [[step]] and no [[check]]",
-    );
+    assert_error(&e, "verify/checks.toml", 1, "check", "no [[step]] and no [[check]]");
     let e = errors(BASE, "step = 3\n[verifier]\n");
-    assert_error(
-        &e,
-        "verify/checks.toml",
-        1,
-        "step",
-        "expected [[step]] tables",
-    );
+    assert_error(&e, "verify/checks.toml", 1, "step", "expected [[step]] tables");
     assert_error(&e, "verify/checks.toml", 2, "verifier", "Harbor");
 }
 
@@ -982,18 +592,8 @@ fn load_tasks_from_a_directory_sorted_by_id() {
     assert_eq!(one.len(), 1);
 
     let tmp = tempfile::tempdir().unwrap();
-    write_task(
-        tmp.path(),
-        "b-dir",
-        &BASE.replace("[task]\n", "[task]\nid = \"a-task\"\n"),
-        CHECK,
-    );
-    write_task(
-        tmp.path(),
-        "a-dir",
-        &BASE.replace("[task]\n", "[task]\nid = \"z-task\"\n"),
-        CHECK,
-    );
+    write_task(tmp.path(), "b-dir", &BASE.replace("[task]\n", "[task]\nid = \"a-task\"\n"), CHECK);
+    write_task(tmp.path(), "a-dir", &BASE.replace("[task]\n", "[task]\nid = \"z-task\"\n"), CHECK);
     fs::create_dir(tmp.path().join("not-a-task")).unwrap();
     let tasks = load_tasks(&[tmp.path().to_path_buf()]).unwrap();
     let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
@@ -1020,13 +620,9 @@ fn duplicate_ids_are_an_error() {
     let with_id = BASE.replace("[task]\n", "[task]\nid = \"same\"\n");
     write_task(tmp.path(), "one", &with_id, CHECK);
     write_task(tmp.path(), "two", &with_id, CHECK);
-    let err = load_tasks(&[tmp.path().to_path_buf()])
-        .unwrap_err()
-        .to_string();
+    let err = load_tasks(&[tmp.path().to_path_buf()]).unwrap_err().to_string();
     assert!(err.contains("task.id: duplicate task id \"same\""), "{err}");
     let empty = tempfile::tempdir().unwrap();
-    let err = load_tasks(&[empty.path().to_path_buf()])
-        .unwrap_err()
-        .to_string();
+    let err = load_tasks(&[empty.path().to_path_buf()]).unwrap_err().to_string();
     assert!(err.contains("holds no task.toml"), "{err}");
 }

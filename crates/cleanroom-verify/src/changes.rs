@@ -117,9 +117,7 @@ fn differs(before: &Entry, now: &Entry) -> bool {
 }
 
 fn escape(path: &str) -> String {
-    path.chars()
-        .flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] })
-        .collect()
+    path.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect()
 }
 
 #[cfg(test)]
@@ -212,9 +210,7 @@ mod tests {
         assert_eq!(c.tampered, ["data/x.csv", "eval/score.py"]);
         assert!(c.is_tampered());
         // A new file under a protected glob is listed, not counted.
-        assert!(c
-            .changes
-            .contains(&Change { path: "eval/new.py".into(), kind: ChangeKind::Added }));
+        assert!(c.changes.contains(&Change { path: "eval/new.py".into(), kind: ChangeKind::Added }));
     }
 
     #[test]

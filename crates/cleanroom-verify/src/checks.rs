@@ -86,9 +86,7 @@ impl Value {
                 n.as_f64().ok_or_else(|| format!("not a number: {n}"))
             }
             Value::Json(v) => Err(format!("not a number: {v}")),
-            Value::Text(s) => {
-                s.trim().parse::<f64>().map_err(|_| format!("not a number: {:?}", shorten(s)))
-            }
+            Value::Text(s) => s.trim().parse::<f64>().map_err(|_| format!("not a number: {:?}", shorten(s))),
         }
     }
 }
@@ -105,8 +103,7 @@ fn select(selector: Option<&Selector>, bytes: &[u8]) -> Result<Value, String> {
 }
 
 fn select_json(pointer: &str, bytes: &[u8]) -> Result<Value, String> {
-    let doc: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("not json: {e}"))?;
+    let doc: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("not json: {e}"))?;
     match doc.pointer(pointer) {
         Some(serde_json::Value::String(s)) => Ok(Value::Text(s.clone())),
         Some(v) => Ok(Value::Json(v.clone())),
@@ -129,15 +126,11 @@ fn select_regex(re: &regex::Regex, bytes: &[u8]) -> Result<Value, String> {
 /// RFC 4180 with a header record. Header names and the text of a row match
 /// are compared with surrounding spaces trimmed ("N, error" is common).
 fn select_csv(row: &CsvRow, column: &str, delimiter: u8, bytes: &[u8]) -> Result<String, String> {
-    let mut reader = csv::ReaderBuilder::new()
-        .delimiter(delimiter)
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(bytes);
+    let mut reader =
+        csv::ReaderBuilder::new().delimiter(delimiter).has_headers(true).flexible(true).from_reader(bytes);
     let headers = reader.headers().map_err(|e| format!("bad csv: {e}"))?.clone();
     let find = |name: &str| headers.iter().position(|h| h.trim() == name.trim());
-    let col =
-        find(column).ok_or_else(|| format!("no match: no column {column:?} in the header"))?;
+    let col = find(column).ok_or_else(|| format!("no match: no column {column:?} in the header"))?;
     let (index, record) = match row {
         CsvRow::Index(n) => {
             let mut seen = 0usize;
@@ -150,14 +143,12 @@ fn select_csv(row: &CsvRow, column: &str, delimiter: u8, bytes: &[u8]) -> Result
                 }
                 seen += 1;
             }
-            let record = found.ok_or_else(|| {
-                format!("no match: no data row {n} (the file has {seen} data rows)")
-            })?;
+            let record =
+                found.ok_or_else(|| format!("no match: no data row {n} (the file has {seen} data rows)"))?;
             (*n, record)
         }
         CsvRow::Match { column: key, text } => {
-            let key_col =
-                find(key).ok_or_else(|| format!("no match: no column {key:?} in the header"))?;
+            let key_col = find(key).ok_or_else(|| format!("no match: no column {key:?} in the header"))?;
             let mut found = None;
             for (i, record) in reader.records().enumerate() {
                 let record = record.map_err(|e| format!("bad csv: {e}"))?;
@@ -307,10 +298,7 @@ mod tests {
         assert!(!run(None, num(-100.0, None, Some(0.05)), "-94.9").passed);
         assert!(run(None, num(1.23e-4, None, Some(0.05)), "1.29e-4").passed);
         assert!(!run(None, num(1.23e-4, None, Some(0.05)), "1.30e-4").passed);
-        assert_eq!(
-            run(None, num(1.23e-4, None, Some(0.05)), "0").expected,
-            "1.23e-4 (rel_tol 0.05)"
-        );
+        assert_eq!(run(None, num(1.23e-4, None, Some(0.05)), "0").expected, "1.23e-4 (rel_tol 0.05)");
     }
 
     #[test]
@@ -330,10 +318,7 @@ mod tests {
     fn nan_never_passes() {
         for text in ["NaN", "nan", "-nan"] {
             assert!(!run(None, num(1.0, Some(f64::INFINITY), None), text).passed, "{text}");
-            assert!(
-                !run(None, Comparison::Range { lo: f64::NEG_INFINITY, hi: f64::INFINITY }, text)
-                    .passed
-            );
+            assert!(!run(None, Comparison::Range { lo: f64::NEG_INFINITY, hi: f64::INFINITY }, text).passed);
         }
         assert!(!run(None, num(f64::NAN, None, None), "NaN").passed);
     }
@@ -387,7 +372,8 @@ mod tests {
 
     #[test]
     fn equals_compares_non_string_json_as_compact_text() {
-        let doc = r#"{"label": "ok", "flag": true, "nothing": null, "n": 1.50, "obj": {"b": 1, "a": [1, 2]}}"#;
+        let doc =
+            r#"{"label": "ok", "flag": true, "nothing": null, "n": 1.50, "obj": {"b": 1, "a": [1, 2]}}"#;
         assert!(run(json("/label"), Comparison::Equals("ok".into()), doc).passed);
         assert!(!run(json("/label"), Comparison::Equals("\"ok\"".into()), doc).passed);
         assert!(run(json("/flag"), Comparison::Equals("true".into()), doc).passed);
@@ -409,11 +395,7 @@ mod tests {
     #[test]
     fn regex_takes_the_first_capture_of_the_first_match() {
         let out = "step 1\nchecksum: 0252ff0a0004de61\nchecksum: ffffffffffffffff\n";
-        let r = run(
-            re("^checksum: ([0-9a-f]{16})$"),
-            Comparison::Equals("0252ff0a0004de61".into()),
-            out,
-        );
+        let r = run(re("^checksum: ([0-9a-f]{16})$"), Comparison::Equals("0252ff0a0004de61".into()), out);
         assert!(r.passed, "{}", r.observed);
         assert!(run(re("err=([0-9.e-]+)"), num(0.5, Some(0.01), None), "x err=0.501 y").passed);
         let r = run(re("^missing: (.*)$"), num(1.0, None, None), out);
@@ -431,9 +413,7 @@ mod tests {
     fn csv_by_row_index_and_header_name() {
         assert!(run(csv_sel(CsvRow::Index(0), "error"), num(0.5, None, None), TABLE).passed);
         assert!(run(csv_sel(CsvRow::Index(1), "error"), num(0.0012, None, None), TABLE).passed);
-        assert!(
-            run(csv_sel(CsvRow::Index(2), "N"), Comparison::Equals("1,024".into()), TABLE).passed
-        );
+        assert!(run(csv_sel(CsvRow::Index(2), "N"), Comparison::Equals("1,024".into()), TABLE).passed);
         let r = run(csv_sel(CsvRow::Index(3), "error"), num(0.5, None, None), TABLE);
         assert!(!r.passed);
         assert_eq!(r.observed, "no match: no data row 3 (the file has 3 data rows)");
@@ -442,9 +422,7 @@ mod tests {
     #[test]
     fn csv_by_row_match() {
         let row = |n: &str| CsvRow::Match { column: "N".into(), text: n.into() };
-        assert!(
-            run(csv_sel(row("64"), "error"), Comparison::Range { lo: 0.0, hi: 0.01 }, TABLE).passed
-        );
+        assert!(run(csv_sel(row("64"), "error"), Comparison::Range { lo: 0.0, hi: 0.01 }, TABLE).passed);
         assert!(run(csv_sel(row("1,024"), "time"), num(3.0, None, None), TABLE).passed);
         let r = run(csv_sel(row("128"), "error"), num(0.5, None, None), TABLE);
         assert_eq!(r.observed, "no match: no row where N = \"128\"");
@@ -458,15 +436,13 @@ mod tests {
         let r = run(csv_sel(CsvRow::Index(0), "speed"), num(0.5, None, None), TABLE);
         assert!(!r.passed);
         assert_eq!(r.observed, "no match: no column \"speed\" in the header");
-        let r =
-            run(csv_sel(CsvRow::Index(0), "time"), num(0.5, None, None), "N,error,time\n16,0.5\n");
+        let r = run(csv_sel(CsvRow::Index(0), "time"), num(0.5, None, None), "N,error,time\n16,0.5\n");
         assert_eq!(r.observed, "no match: data row 0 has no column \"time\"");
     }
 
     #[test]
     fn csv_delimiter_and_header_spaces() {
-        let sel =
-            Some(Selector::Csv { row: CsvRow::Index(0), column: "error".into(), delimiter: b';' });
+        let sel = Some(Selector::Csv { row: CsvRow::Index(0), column: "error".into(), delimiter: b';' });
         assert!(run(sel, num(0.25, None, None), "N; error\n16;0.25\n").passed);
     }
 

@@ -29,8 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{
-    CancelToken, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Network,
-    RootFs,
+    CancelToken, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Network, RootFs,
 };
 
 use crate::checks::{self, CheckResult};
@@ -127,11 +126,9 @@ impl<'a> Pipeline<'a> {
                         read = root.read_regular(&path, READ_LIMIT);
                         read.as_deref().map_err(|e| e.to_string())
                     }
-                    CheckFile::StepStdout(step) => ran
-                        .stdouts
-                        .get(step.as_str())
-                        .map(Vec::as_slice)
-                        .ok_or_else(|| "missing".to_string()),
+                    CheckFile::StepStdout(step) => {
+                        ran.stdouts.get(step.as_str()).map(Vec::as_slice).ok_or_else(|| "missing".to_string())
+                    }
                 };
                 let result = checks::evaluate(check, input);
                 log.line(format_args!(
@@ -164,10 +161,8 @@ impl<'a> Pipeline<'a> {
     ) -> Result<Ran<'a>, EnvError> {
         let root = env.root();
         let verify_env = fresh_dir(root)?;
-        root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| {
-            rel == Path::new("checks.toml")
-        })
-        .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
+        root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
+            .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
         let out_dir = fresh_dir(root)?;
         let vars = self.step_env(&verify_env, &out_dir);
 
@@ -176,12 +171,7 @@ impl<'a> Pipeline<'a> {
         let mut stopped = false;
         let total = self.spec.steps.len();
         for (i, step) in self.spec.steps.iter().enumerate() {
-            log.line(format_args!(
-                "== step {}/{total}: {} ({})",
-                i + 1,
-                step.name,
-                step.stage.as_str()
-            ));
+            log.line(format_args!("== step {}/{total}: {} ({})", i + 1, step.name, step.stage.as_str()));
             log.line(format_args!("$ {}", step.run));
             let mut result = StepResult {
                 name: step.name.clone(),
@@ -239,8 +229,7 @@ impl<'a> Pipeline<'a> {
             return Ok(());
         }
         let globs = Globs::new(clean)?;
-        let removed =
-            root.remove_matching(self.artifact_dest, &globs).map_err(|e| e.to_string())?;
+        let removed = root.remove_matching(self.artifact_dest, &globs).map_err(|e| e.to_string())?;
         for path in removed.iter().take(LOGGED_REMOVALS) {
             log.line(format_args!("clean: removed {path}"));
         }
@@ -301,10 +290,7 @@ struct Ran<'a> {
 
 /// A new directory `/.cleanroom-<32 hex digits>` in the environment.
 fn fresh_dir(root: &RootFs) -> Result<String, EnvError> {
-    let path = format!(
-        "/.cleanroom-{}",
-        random_hex().map_err(|e| EnvError::io("reading /dev/urandom", e))?
-    );
+    let path = format!("/.cleanroom-{}", random_hex().map_err(|e| EnvError::io("reading /dev/urandom", e))?);
     root.create_dir_all(&path, 0o755)
         .map_err(|e| EnvError::io("creating a directory in the environment", e))?;
     Ok(path)

@@ -83,9 +83,8 @@ impl Verdict {
 /// pass and a check fails. So the stage compares agents on one task; across
 /// tasks, compare only stages that the tasks' steps define.
 pub fn stage_reached(steps: &[StepResult], checks: &[CheckResult]) -> VerdictStage {
-    let passed_through = |stage: Stage| {
-        steps.iter().filter(|s| s.stage <= stage).all(|s| s.status == StepStatus::Passed)
-    };
+    let passed_through =
+        |stage: Stage| steps.iter().filter(|s| s.stage <= stage).all(|s| s.status == StepStatus::Passed);
     if passed_through(Stage::Run) && checks.iter().all(|c| c.passed) {
         VerdictStage::Results
     } else if passed_through(Stage::Run) {
@@ -110,8 +109,7 @@ mod stage_name {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Stage, D::Error> {
         let name = String::deserialize(d)?;
-        Stage::parse(&name)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown stage {name:?}")))
+        Stage::parse(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown stage {name:?}")))
     }
 }
 
@@ -157,14 +155,10 @@ mod tests {
 
     #[test]
     fn the_first_failing_stage_bounds_the_stage() {
-        let steps =
-            |a, b, c| vec![step(Stage::Setup, a), step(Stage::Build, b), step(Stage::Run, c)];
+        let steps = |a, b, c| vec![step(Stage::Setup, a), step(Stage::Build, b), step(Stage::Run, c)];
         assert_eq!(stage_reached(&steps(Passed, Passed, Failed), &[]), VerdictStage::Build);
         assert_eq!(stage_reached(&steps(Passed, TimedOut, NotRun), &[]), VerdictStage::Setup);
-        assert_eq!(
-            stage_reached(&steps(Failed, NotRun, NotRun), &[check(true)]),
-            VerdictStage::None
-        );
+        assert_eq!(stage_reached(&steps(Failed, NotRun, NotRun), &[check(true)]), VerdictStage::None);
     }
 
     #[test]

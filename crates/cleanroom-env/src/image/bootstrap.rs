@@ -62,11 +62,7 @@ pub(crate) fn populate(
     }
     cmd.arg(format!("--components={}", spec.components.join(",")));
     cmd.arg(spec.suite).arg(rootfs).arg(&plan.mirror);
-    run(
-        cmd,
-        "debootstrap",
-        Some(&rootfs.join("debootstrap/debootstrap.log")),
-    )?;
+    run(cmd, "debootstrap", Some(&rootfs.join("debootstrap/debootstrap.log")))?;
 
     let certs = copy_host_cas(ca_dir, &rootfs.join("usr/local/share/ca-certificates"))?;
     progress(&format!("added {certs} host CA certificate(s)"));
@@ -81,20 +77,14 @@ pub(crate) fn populate(
     // link that would lead the mount elsewhere.
     replace_with_file(&rootfs.join("etc/resolv.conf"), b"")?;
     let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(CHROOT_SCRIPT)
-        .arg("cleanroom-image-chroot")
-        .arg(rootfs);
+    cmd.arg("-c").arg(CHROOT_SCRIPT).arg("cleanroom-image-chroot").arg(rootfs);
     run(cmd, "configuring the image in a chroot", None)?;
 
     replace_with_file(
         &rootfs.join("etc/resolv.conf"),
         format!("nameserver {SANDBOX_NAMESERVER}\n").as_bytes(),
     )?;
-    replace_with_file(
-        &rootfs.join("etc/hostname"),
-        format!("{HOSTNAME}\n").as_bytes(),
-    )?;
+    replace_with_file(&rootfs.join("etc/hostname"), format!("{HOSTNAME}\n").as_bytes())?;
     replace_with_file(
         &rootfs.join("etc/hosts"),
         format!("127.0.0.1\tlocalhost\n127.0.1.1\t{HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n")
@@ -145,16 +135,15 @@ fn copy_host_cas(from: &Path, to: &Path) -> Result<usize, EnvError> {
     entries.sort();
     for path in entries {
         let name = path.file_name().expect("read_dir entries have names");
-        let meta = std::fs::metadata(&path)
-            .map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
+        let meta =
+            std::fs::metadata(&path).map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
         if meta.is_dir() {
             count += copy_host_cas(&path, &to.join(name))?;
         } else if meta.is_file() && path.extension().is_some_and(|e| e == "crt") {
             let dest = to.join(name);
-            std::fs::create_dir_all(to)
-                .map_err(|e| EnvError::io(format!("creating {}", to.display()), e))?;
-            let bytes = std::fs::read(&path)
-                .map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
+            std::fs::create_dir_all(to).map_err(|e| EnvError::io(format!("creating {}", to.display()), e))?;
+            let bytes =
+                std::fs::read(&path).map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
             replace_with_file(&dest, &bytes)?;
             count += 1;
         }
@@ -167,11 +156,8 @@ fn copy_host_cas(from: &Path, to: &Path) -> Result<usize, EnvError> {
 /// Debian 12 ships them; debootstrap's one-line sources.list goes.
 fn write_apt_sources(rootfs: &Path, plan: &Plan) -> Result<(), EnvError> {
     let spec = plan.spec;
-    let signed_by = if rootfs.join(KEYRING).is_file() {
-        format!("Signed-By: /{KEYRING}\n")
-    } else {
-        String::new()
-    };
+    let signed_by =
+        if rootfs.join(KEYRING).is_file() { format!("Signed-By: /{KEYRING}\n") } else { String::new() };
     let components = spec.components.join(" ");
     let mut text = format!(
         "Types: deb\nURIs: {}\nSuites: {suite} {suite}-updates\nComponents: {components}\n{signed_by}",
@@ -191,8 +177,7 @@ fn write_apt_sources(rootfs: &Path, plan: &Plan) -> Result<(), EnvError> {
         Err(e) => return Err(EnvError::io(format!("removing {}", list.display()), e)),
     }
     let dir = rootfs.join("etc/apt/sources.list.d");
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| EnvError::io(format!("creating {}", dir.display()), e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(format!("creating {}", dir.display()), e))?;
     replace_with_file(&dir.join("debian.sources"), text.as_bytes())
 }
 
@@ -200,8 +185,9 @@ fn write_apt_sources(rootfs: &Path, plan: &Plan) -> Result<(), EnvError> {
 /// whatever was there, a symlink included (which is removed, not followed).
 fn replace_with_file(path: &Path, bytes: &[u8]) -> Result<(), EnvError> {
     match std::fs::symlink_metadata(path) {
-        Ok(_) => std::fs::remove_file(path)
-            .map_err(|e| EnvError::io(format!("removing {}", path.display()), e))?,
+        Ok(_) => {
+            std::fs::remove_file(path).map_err(|e| EnvError::io(format!("removing {}", path.display()), e))?
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(EnvError::io(format!("reading {}", path.display()), e)),
     }
@@ -212,8 +198,7 @@ fn replace_with_file(path: &Path, bytes: &[u8]) -> Result<(), EnvError> {
         .mode(0o644)
         .open(path)
         .map_err(|e| EnvError::io(format!("writing {}", path.display()), e))?;
-    io::Write::write_all(&mut file, bytes)
-        .map_err(|e| EnvError::io(format!("writing {}", path.display()), e))
+    io::Write::write_all(&mut file, bytes).map_err(|e| EnvError::io(format!("writing {}", path.display()), e))
 }
 
 /// Runs `cmd` in a private mount namespace with a clean environment and
@@ -226,14 +211,7 @@ fn run(mut cmd: Command, what: &str, log: Option<&Path>) -> Result<(), EnvError>
         .env("DEBIAN_FRONTEND", "noninteractive")
         .env("HOME", "/root")
         .stdin(Stdio::null());
-    for var in [
-        "http_proxy",
-        "https_proxy",
-        "no_proxy",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "NO_PROXY",
-    ] {
+    for var in ["http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"] {
         if let Some(value) = std::env::var_os(var) {
             cmd.env(var, value);
         }
@@ -249,22 +227,14 @@ fn run(mut cmd: Command, what: &str, log: Option<&Path>) -> Result<(), EnvError>
                 return Err(io::Error::last_os_error());
             }
             let none = std::ptr::null();
-            if libc::mount(
-                none,
-                c"/".as_ptr(),
-                none,
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
+            if libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0
             {
                 return Err(io::Error::last_os_error());
             }
             Ok(())
         });
     }
-    let output = cmd
-        .output()
-        .map_err(|e| EnvError::io(format!("starting {what}"), e))?;
+    let output = cmd.output().map_err(|e| EnvError::io(format!("starting {what}"), e))?;
     if output.status.success() {
         return Ok(());
     }
@@ -281,10 +251,7 @@ fn run(mut cmd: Command, what: &str, log: Option<&Path>) -> Result<(), EnvError>
         detail.push_str("\n  ");
         detail.push_str(line);
     }
-    Err(EnvError::Command {
-        program: what.to_owned(),
-        detail,
-    })
+    Err(EnvError::Command { program: what.to_owned(), detail })
 }
 
 #[cfg(test)]
@@ -303,10 +270,7 @@ mod tests {
         let to = base.join("to");
         assert_eq!(copy_host_cas(&from, &to).unwrap(), 2);
         assert_eq!(std::fs::read_to_string(to.join("a.crt")).unwrap(), "A");
-        assert_eq!(
-            std::fs::read_to_string(to.join("corp/inner/b.crt")).unwrap(),
-            "B"
-        );
+        assert_eq!(std::fs::read_to_string(to.join("corp/inner/b.crt")).unwrap(), "B");
         assert!(!to.join("notes.txt").exists());
         assert_eq!(copy_host_cas(&base.join("missing"), &to).unwrap(), 0);
         std::fs::remove_dir_all(&base).unwrap();
@@ -317,11 +281,7 @@ mod tests {
         let root = std::env::temp_dir().join(format!("cleanroom-aptsrc-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("etc/apt")).unwrap();
-        std::fs::write(
-            root.join("etc/apt/sources.list"),
-            "deb http://x/debian bookworm main\n",
-        )
-        .unwrap();
+        std::fs::write(root.join("etc/apt/sources.list"), "deb http://x/debian bookworm main\n").unwrap();
         let plan = Plan {
             spec: &super::super::IMAGES[0],
             mirror: "http://m.example/debian".into(),
@@ -329,8 +289,7 @@ mod tests {
         };
         write_apt_sources(&root, &plan).unwrap();
         assert!(!root.join("etc/apt/sources.list").exists());
-        let text =
-            std::fs::read_to_string(root.join("etc/apt/sources.list.d/debian.sources")).unwrap();
+        let text = std::fs::read_to_string(root.join("etc/apt/sources.list.d/debian.sources")).unwrap();
         let entries = super::super::sources::parse_deb822(&text);
         assert_eq!(entries.len(), 2, "{text}");
         assert_eq!(entries[0].uris, ["http://m.example/debian"]);

@@ -62,35 +62,18 @@ pub fn tree_digest(root: &Path) -> Result<String, EnvError> {
     Ok(format!("sha256:{}", hex(&manifest.finalize())))
 }
 
-fn record(
-    h: &mut Sha256,
-    rel: &[u8],
-    kind: &str,
-    meta: &std::fs::Metadata,
-    size: u64,
-    extra: &[u8],
-) {
+fn record(h: &mut Sha256, rel: &[u8], kind: &str, meta: &std::fs::Metadata, size: u64, extra: &[u8]) {
     h.update(rel);
     h.update(b"\0");
-    let fields = format!(
-        "{kind}\0{:o}\0{}\0{}\0{size}\0",
-        meta.mode() & 0o7777,
-        meta.uid(),
-        meta.gid()
-    );
+    let fields = format!("{kind}\0{:o}\0{}\0{}\0{size}\0", meta.mode() & 0o7777, meta.uid(), meta.gid());
     h.update(fields.as_bytes());
     h.update(extra);
     h.update(b"\0");
 }
 
-fn collect(
-    root: &Path,
-    rel: &[u8],
-    out: &mut Vec<(Vec<u8>, std::fs::Metadata)>,
-) -> Result<(), EnvError> {
+fn collect(root: &Path, rel: &[u8], out: &mut Vec<(Vec<u8>, std::fs::Metadata)>) -> Result<(), EnvError> {
     let dir = root.join(std::ffi::OsStr::from_bytes(rel));
-    let read = std::fs::read_dir(&dir)
-        .map_err(|e| EnvError::io(format!("reading {}", dir.display()), e))?;
+    let read = std::fs::read_dir(&dir).map_err(|e| EnvError::io(format!("reading {}", dir.display()), e))?;
     let mut names: Vec<OsString> = Vec::new();
     for entry in read {
         let entry = entry.map_err(|e| EnvError::io(format!("reading {}", dir.display()), e))?;
@@ -135,12 +118,10 @@ fn file_sha256(path: &Path, buf: &mut [u8]) -> Result<String, EnvError> {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 #[cfg(test)]
@@ -149,8 +130,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn scratch(tag: &str) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("cleanroom-digest-{tag}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("cleanroom-digest-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
@@ -185,8 +165,7 @@ mod tests {
         std::fs::write(b.join("etc/hostname"), "cleanroom!\n").unwrap();
         let d1 = tree_digest(&b).unwrap();
         assert_ne!(da, d1);
-        std::fs::set_permissions(b.join("etc/apt/x"), std::fs::Permissions::from_mode(0o600))
-            .unwrap();
+        std::fs::set_permissions(b.join("etc/apt/x"), std::fs::Permissions::from_mode(0o600)).unwrap();
         let d2 = tree_digest(&b).unwrap();
         assert_ne!(d1, d2);
         std::fs::remove_file(b.join("fd")).unwrap();

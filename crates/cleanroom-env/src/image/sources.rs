@@ -66,9 +66,7 @@ pub(crate) fn parse_deb822(text: &str) -> Vec<SourceEntry> {
                 .collect()
         };
         let enabled = get("Enabled");
-        let disabled = enabled
-            .first()
-            .is_some_and(|v| v.eq_ignore_ascii_case("no"));
+        let disabled = enabled.first().is_some_and(|v| v.eq_ignore_ascii_case("no"));
         if !disabled {
             out.push(SourceEntry {
                 types: get("Types"),
@@ -169,9 +167,7 @@ fn pick(entries: &[SourceEntry], path_suffix: &str, suite: &str) -> Option<Strin
 /// `uri` without trailing slashes if it is an http(s) URI with a host and no
 /// white space; `None` otherwise.
 pub(crate) fn normalize_http_uri(uri: &str) -> Option<String> {
-    let rest = uri
-        .strip_prefix("http://")
-        .or_else(|| uri.strip_prefix("https://"))?;
+    let rest = uri.strip_prefix("http://").or_else(|| uri.strip_prefix("https://"))?;
     let host = rest.split('/').next().unwrap_or("");
     if host.is_empty() || uri.chars().any(char::is_whitespace) {
         return None;
@@ -213,10 +209,7 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
         assert_eq!(entries[0].uris, ["http://deb.debian.org/debian"]);
         assert_eq!(entries[0].suites, ["bookworm", "bookworm-updates"]);
         assert_eq!(entries[0].components, ["main"]);
-        assert_eq!(
-            pick_mirror(&entries, "bookworm").as_deref(),
-            Some("http://deb.debian.org/debian")
-        );
+        assert_eq!(pick_mirror(&entries, "bookworm").as_deref(), Some("http://deb.debian.org/debian"));
         assert_eq!(
             pick_security(&entries, "bookworm").as_deref(),
             Some("http://deb.debian.org/debian-security")
@@ -248,19 +241,10 @@ Suites: bookworm
 ";
         let entries = parse_deb822(text);
         assert_eq!(entries.len(), 2, "{entries:?}");
-        assert_eq!(
-            entries[1].uris,
-            [
-                "ftp://old.example/debian",
-                "https://mirror.example/pub/debian/"
-            ]
-        );
+        assert_eq!(entries[1].uris, ["ftp://old.example/debian", "https://mirror.example/pub/debian/"]);
         assert_eq!(entries[1].components, ["main", "contrib"]);
         // deb-src only and ftp are not candidates; the trailing slash goes.
-        assert_eq!(
-            pick_mirror(&entries, "bookworm").as_deref(),
-            Some("https://mirror.example/pub/debian")
-        );
+        assert_eq!(pick_mirror(&entries, "bookworm").as_deref(), Some("https://mirror.example/pub/debian"));
         assert_eq!(pick_security(&entries, "bookworm"), None);
     }
 
@@ -279,14 +263,8 @@ bogus line
         assert_eq!(entries.len(), 5, "{entries:?}");
         assert_eq!(entries[0].uris, ["http://ftp.example.org/debian/"]);
         assert_eq!(entries[0].components, ["main", "contrib"]);
-        assert_eq!(
-            entries[1].uris,
-            ["http://security.example.org/debian-security"]
-        );
-        assert_eq!(
-            pick_mirror(&entries, "bookworm").as_deref(),
-            Some("http://ftp.example.org/debian")
-        );
+        assert_eq!(entries[1].uris, ["http://security.example.org/debian-security"]);
+        assert_eq!(pick_mirror(&entries, "bookworm").as_deref(), Some("http://ftp.example.org/debian"));
         assert_eq!(
             pick_security(&entries, "bookworm").as_deref(),
             Some("http://security.example.org/debian-security")
@@ -300,14 +278,8 @@ deb http://a.example/debian trixie main
 deb http://b.example/debian bookworm main
 ";
         let entries = parse_one_line(text);
-        assert_eq!(
-            pick_mirror(&entries, "bookworm").as_deref(),
-            Some("http://b.example/debian")
-        );
-        assert_eq!(
-            pick_mirror(&entries, "sid").as_deref(),
-            Some("http://a.example/debian")
-        );
+        assert_eq!(pick_mirror(&entries, "bookworm").as_deref(), Some("http://b.example/debian"));
+        assert_eq!(pick_mirror(&entries, "sid").as_deref(), Some("http://a.example/debian"));
     }
 
     #[test]
@@ -332,17 +304,10 @@ deb http://deb.example/ubuntu jammy main
             "deb http://disabled.example/debian bookworm main\n",
         )
         .unwrap();
-        std::fs::write(
-            dir.join("sources.list.d/google.list"),
-            "deb https://g.example/apt x main\n",
-        )
-        .unwrap();
+        std::fs::write(dir.join("sources.list.d/google.list"), "deb https://g.example/apt x main\n").unwrap();
         let entries = host_sources(&dir);
         assert_eq!(entries.len(), 3);
-        assert_eq!(
-            pick_mirror(&entries, "bookworm").as_deref(),
-            Some("http://deb.debian.org/debian")
-        );
+        assert_eq!(pick_mirror(&entries, "bookworm").as_deref(), Some("http://deb.debian.org/debian"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(host_sources(&dir).is_empty());
     }

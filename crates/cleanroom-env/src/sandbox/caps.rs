@@ -53,7 +53,15 @@ mod tests {
     #[test]
     fn dangerous_capabilities_are_not_kept() {
         let mask = kept_mask();
-        for (name, bit) in [("SYS_ADMIN", 21), ("MKNOD", 27), ("SYS_PTRACE", 19), ("NET_ADMIN", 12), ("SYS_MODULE", 16), ("SYS_RAWIO", 17), ("DAC_READ_SEARCH", 2)] {
+        for (name, bit) in [
+            ("SYS_ADMIN", 21),
+            ("MKNOD", 27),
+            ("SYS_PTRACE", 19),
+            ("NET_ADMIN", 12),
+            ("SYS_MODULE", 16),
+            ("SYS_RAWIO", 17),
+            ("DAC_READ_SEARCH", 2),
+        ] {
             assert_eq!(mask & (1 << bit), 0, "CAP_{name} must be dropped");
         }
         assert_ne!(mask & 1, 0, "CAP_CHOWN is needed by package managers");

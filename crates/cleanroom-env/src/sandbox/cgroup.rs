@@ -102,20 +102,16 @@ impl Cgroup {
                     mkdir(&dir)?;
                     cg.dirs.push(dir.clone());
                     match controller {
-                        "memory" => {
-                            if write(&dir.join("memory.limit_in_bytes"), &memory).is_ok() {
-                                // With swap accounting, swap counts too.
-                                let memsw = dir.join("memory.memsw.limit_in_bytes");
-                                if memsw.exists() {
-                                    let _ = write(&memsw, &memory);
-                                }
-                                cg.limits.memory = LimitState::Enforced;
+                        "memory" if write(&dir.join("memory.limit_in_bytes"), &memory).is_ok() => {
+                            // With swap accounting, swap counts too.
+                            let memsw = dir.join("memory.memsw.limit_in_bytes");
+                            if memsw.exists() {
+                                let _ = write(&memsw, &memory);
                             }
+                            cg.limits.memory = LimitState::Enforced;
                         }
-                        "pids" => {
-                            if write(&dir.join("pids.max"), &pids).is_ok() {
-                                cg.limits.pids = LimitState::Enforced;
-                            }
+                        "pids" if write(&dir.join("pids.max"), &pids).is_ok() => {
+                            cg.limits.pids = LimitState::Enforced;
                         }
                         "cpu" => {
                             let _ = write(&dir.join("cpu.cfs_period_us"), &period.to_string());
@@ -193,7 +189,8 @@ pub(crate) fn kill_all_in(dirs: &[PathBuf]) -> Result<(), EnvError> {
 pub(crate) fn remove_dirs(dirs: &[PathBuf]) -> Result<(), EnvError> {
     for dir in dirs {
         if dir.exists() {
-            std::fs::remove_dir(dir).map_err(|e| EnvError::io(format!("remove cgroup {}", dir.display()), e))?;
+            std::fs::remove_dir(dir)
+                .map_err(|e| EnvError::io(format!("remove cgroup {}", dir.display()), e))?;
         }
     }
     Ok(())

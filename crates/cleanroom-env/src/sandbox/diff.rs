@@ -71,7 +71,14 @@ mod tests {
         let listed: Vec<String> = changes.iter().map(|c| format!("{} {}", c.kind.letter(), c.path)).collect();
         assert_eq!(
             listed,
-            ["M /etc/hosts", "A /etc/profile.d/venv.sh", "A /hostetc", "A /opt", "A /opt/new", "A /opt/new/tool"]
+            [
+                "M /etc/hosts",
+                "A /etc/profile.d/venv.sh",
+                "A /hostetc",
+                "A /opt",
+                "A /opt/new",
+                "A /opt/new/tool"
+            ]
         );
         assert!(!truncated);
     }

@@ -79,9 +79,8 @@ impl Keeper {
                 detail: err.trim().to_string(),
             });
         }
-        let root_path = PathBuf::from(format!("/proc/{}/root", child.id())).join(
-            merged.strip_prefix("/").unwrap_or(merged),
-        );
+        let root_path = PathBuf::from(format!("/proc/{}/root", child.id()))
+            .join(merged.strip_prefix("/").unwrap_or(merged));
         Ok(Keeper { stdin: child.stdin.take(), child, root_path })
     }
 

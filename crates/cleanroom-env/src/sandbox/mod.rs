@@ -196,7 +196,10 @@ impl SandboxEnv {
         note(self.cgroup.kill_all());
         note(self.cgroup.remove());
         if self.dir.exists() {
-            note(std::fs::remove_dir_all(&self.dir).map_err(|e| EnvError::io(format!("remove {}", self.dir.display()), e)));
+            note(
+                std::fs::remove_dir_all(&self.dir)
+                    .map_err(|e| EnvError::io(format!("remove {}", self.dir.display()), e)),
+            );
         }
         first_err.map_or(Ok(()), Err)
     }

@@ -39,21 +39,35 @@ struct Nat {
 
 fn bwrap_args(merged: &Path) -> Vec<String> {
     let mut args: Vec<String> = [
-        "--bind", &merged.to_string_lossy(), "/",
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--tmpfs", "/dev/shm",
-        "--ro-bind", "/sys", "/sys",
+        "--bind",
+        &merged.to_string_lossy(),
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/dev/shm",
+        "--ro-bind",
+        "/sys",
+        "/sys",
         // The host's cgroup tree stays out of sight.
-        "--tmpfs", "/sys/fs/cgroup",
-        "--remount-ro", "/sys/fs/cgroup",
-        "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+        "--tmpfs",
+        "/sys/fs/cgroup",
+        "--remount-ro",
+        "/sys/fs/cgroup",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-net",
         "--unshare-cgroup-try",
-        "--hostname", "cleanroom",
+        "--hostname",
+        "cleanroom",
         "--new-session",
         "--die-with-parent",
         "--clearenv",
-        "--chdir", "/",
+        "--chdir",
+        "/",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -128,7 +142,11 @@ impl Holder {
         let _ = self.bwrap.wait();
         if let Some(mut nat) = self.nat.take() {
             let _ = nat.child.kill();
-            let _ = nat.child.wait();
+            // slirp4netns takes ~20 ms to exit once killed (its tap device
+            // goes away); nothing waits on that, so reap it aside.
+            std::thread::spawn(move || {
+                let _ = nat.child.wait();
+            });
         }
         Ok(())
     }
@@ -197,10 +215,8 @@ fn read_only_kernel_knobs(holder: i32) -> Result<(), EnvError> {
     let mnt = open_ns(holder, "mnt")?;
     let root_path = format!("/proc/{holder}/root");
     let root = std::fs::File::open(&root_path).map_err(|e| EnvError::io(root_path, e))?;
-    let targets: Vec<CString> = ["/proc/sys", "/proc/sysrq-trigger"]
-        .iter()
-        .map(|t| CString::new(*t).unwrap())
-        .collect();
+    let targets: Vec<CString> =
+        ["/proc/sys", "/proc/sysrq-trigger"].iter().map(|t| CString::new(*t).unwrap()).collect();
     // SAFETY: the child only makes raw system calls on data prepared above.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -219,12 +235,23 @@ fn read_only_kernel_knobs(holder: i32) -> Result<(), EnvError> {
                 if libc::access(t.as_ptr(), libc::F_OK) != 0 {
                     continue;
                 }
-                let bind = libc::mount(t.as_ptr(), t.as_ptr(), std::ptr::null(), libc::MS_BIND | libc::MS_REC, std::ptr::null());
+                let bind = libc::mount(
+                    t.as_ptr(),
+                    t.as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                );
                 let ro = libc::mount(
                     std::ptr::null(),
                     t.as_ptr(),
                     std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    libc::MS_BIND
+                        | libc::MS_REMOUNT
+                        | libc::MS_RDONLY
+                        | libc::MS_NOSUID
+                        | libc::MS_NODEV
+                        | libc::MS_NOEXEC,
                     std::ptr::null(),
                 );
                 if bind != 0 || ro != 0 {

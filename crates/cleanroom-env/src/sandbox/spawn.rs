@@ -192,7 +192,8 @@ unsafe fn grandchild(p: &Prepared, out_w: RawFd, err_w: RawFd) -> ! {
         }
         // Installed while CAP_SYS_ADMIN is still held (no no_new_privs needed).
         let prog = libc::sock_fprog { len: p.seccomp.len() as u16, filter: p.seccomp.as_ptr() as *mut _ };
-        if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0 {
+        if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0
+        {
             die(b"cleanroom: cannot install the seccomp filter", SETUP_FAILED);
         }
         for cap in 0..=p.last_cap {
@@ -244,11 +245,7 @@ struct CapData {
 
 /// Runs `req` inside the target's namespaces and waits for it, its timeout
 /// or the cancel token, capturing its output (bounded).
-pub(crate) fn run(
-    target: &Target,
-    req: &ExecRequest,
-    cancel: &CancelToken,
-) -> Result<ExecOutcome, EnvError> {
+pub(crate) fn run(target: &Target, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
     let prepared = prepare(target, req)?;
     // The argv/envp pointer arrays are built in the grandchild from
     // `prepared`; allocation there is avoided by reserving here.
@@ -302,8 +299,13 @@ struct Waiter {
 enum Phase {
     Running,
     /// TERM was sent; KILL follows at this instant.
-    Terminating { kill_at: Instant, cause: ExitStatus },
-    Killed { cause: ExitStatus },
+    Terminating {
+        kill_at: Instant,
+        cause: ExitStatus,
+    },
+    Killed {
+        cause: ExitStatus,
+    },
 }
 
 impl Waiter {
@@ -340,11 +342,8 @@ impl Waiter {
         let mut group: Option<i32> = None;
         loop {
             // The grandchild's pid arrives first on the report pipe.
-            let mut fds = vec![
-                pollfd(self.pidfd.as_raw_fd()),
-                pollfd(cancel.poll_fd()),
-                pollfd(report_r.as_raw_fd()),
-            ];
+            let mut fds =
+                vec![pollfd(self.pidfd.as_raw_fd()), pollfd(cancel.poll_fd()), pollfd(report_r.as_raw_fd())];
             if open[0] {
                 fds.push(pollfd(out_r.as_raw_fd()));
             }
@@ -352,7 +351,7 @@ impl Waiter {
                 fds.push(pollfd(err_r.as_raw_fd()));
             }
             let timeout_ms = match &phase {
-                Phase::Running => self.deadline.map(|d| ms_until(d)).unwrap_or(-1),
+                Phase::Running => self.deadline.map(ms_until).unwrap_or(-1),
                 Phase::Terminating { kill_at, .. } => ms_until(*kill_at),
                 Phase::Killed { .. } => -1,
             };
@@ -379,7 +378,11 @@ impl Waiter {
                 if fds[idx].revents != 0 {
                     let got = read_into(fds[idx].fd, &mut buf, |b| {
                         combined.push(b);
-                        if stream == 0 { stdout.push(b) } else { stderr.push(b) }
+                        if stream == 0 {
+                            stdout.push(b)
+                        } else {
+                            stderr.push(b)
+                        }
                     });
                     if got == 0 {
                         *is_open = false;
@@ -391,8 +394,14 @@ impl Waiter {
             if exited {
                 // Drain what is already written; processes left behind may
                 // hold the pipes open, so stop at the first empty read.
-                drain(out_r.as_raw_fd(), &mut buf, |b| { combined.push(b); stdout.push(b) });
-                drain(err_r.as_raw_fd(), &mut buf, |b| { combined.push(b); stderr.push(b) });
+                drain(out_r.as_raw_fd(), &mut buf, |b| {
+                    combined.push(b);
+                    stdout.push(b)
+                });
+                drain(err_r.as_raw_fd(), &mut buf, |b| {
+                    combined.push(b);
+                    stderr.push(b)
+                });
                 drain(report_r.as_raw_fd(), &mut buf, |b| report.extend_from_slice(b));
                 let mut wstatus = 0;
                 // SAFETY: reaping our own child.

@@ -84,9 +84,7 @@ fn common_top(listing: &Listing) -> bool {
         return false;
     };
     let top = &first[0];
-    listing
-        .iter()
-        .all(|(comps, is_dir)| &comps[0] == top && (comps.len() > 1 || *is_dir))
+    listing.iter().all(|(comps, is_dir)| &comps[0] == top && (comps.len() > 1 || *is_dir))
 }
 
 /// The entry's place after stripping the common top; None for the top
@@ -157,23 +155,14 @@ fn unpack_tar(path: &Path, format: Format, origin: &str, out: &Path) -> Result<(
             continue;
         };
         let mode = h.mode().unwrap_or(0o644);
-        let mtime = h
-            .mtime()
-            .ok()
-            .map(|s| FileTime::from_unix_time(s as i64, 0));
+        let mtime = h.mtime().ok().map(|s| FileTime::from_unix_time(s as i64, 0));
         if t.is_dir() {
             w.dir(&rel, mode, mtime)?;
         } else if t.is_symlink() {
-            let target = entry
-                .link_name_bytes()
-                .map(|c| c.into_owned())
-                .unwrap_or_default();
+            let target = entry.link_name_bytes().map(|c| c.into_owned()).unwrap_or_default();
             w.symlink(&rel, &target, mtime)?;
         } else if t.is_hard_link() {
-            let target = entry
-                .link_name_bytes()
-                .map(|c| c.into_owned())
-                .unwrap_or_default();
+            let target = entry.link_name_bytes().map(|c| c.into_owned()).unwrap_or_default();
             let tcomps = normalize(&target)
                 .map_err(|r| unsafe_name(origin, &name, r))?
                 .and_then(|c| place(c, strip))
@@ -216,11 +205,7 @@ fn unpack_zip(path: &Path, origin: &str, out: &Path) -> Result<(), FetchError> {
         let mut e = ar.by_index(i).map_err(zerr)?;
         let name = e.name_raw().to_vec();
         if e.encrypted() {
-            return Err(unsafe_name(
-                origin,
-                &name,
-                "encrypted entries are not supported",
-            ));
+            return Err(unsafe_name(origin, &name, "encrypted entries are not supported"));
         }
         let Some(comps) = normalize(&name).map_err(|r| unsafe_name(origin, &name, r))? else {
             continue;

@@ -14,11 +14,7 @@ pub enum FetchError {
     #[error("{}: not empty; the artifact is materialized into a new, empty directory", path.display())]
     OutDirNotEmpty { path: PathBuf },
     #[error("{location}: sha256 mismatch: expected {expected}, got {actual}")]
-    Digest {
-        location: String,
-        expected: String,
-        actual: String,
-    },
+    Digest { location: String, expected: String, actual: String },
     #[error("{url}: {message}")]
     Http { url: String, message: String },
     #[error("git {url}: {message}")]
@@ -27,16 +23,9 @@ pub enum FetchError {
     Archive { origin: String, message: String },
     /// An entry that would land outside the tree or write through a link.
     #[error("{origin}: {entry}: {reason}")]
-    Unsafe {
-        origin: String,
-        entry: String,
-        reason: String,
-    },
+    Unsafe { origin: String, entry: String, reason: String },
     #[error("pypi {requirement}: {message}")]
-    Pypi {
-        requirement: String,
-        message: String,
-    },
+    Pypi { requirement: String, message: String },
     /// The task does not describe a fetchable artifact (it did not pass
     /// validation).
     #[error("{task}: {message}")]

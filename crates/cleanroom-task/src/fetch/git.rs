@@ -38,15 +38,8 @@ fn run(mut cmd: Command, url: &str, what: &str) -> Result<Vec<u8>, FetchError> {
         Ok(out.stdout)
     } else {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let stderr: Vec<&str> = stderr
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect();
-        Err(FetchError::Git {
-            url: url.to_owned(),
-            message: format!("{what} failed: {}", stderr.join("; ")),
-        })
+        let stderr: Vec<&str> = stderr.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        Err(FetchError::Git { url: url.to_owned(), message: format!("{what} failed: {}", stderr.join("; ")) })
     }
 }
 
@@ -69,9 +62,7 @@ fn cache_repo(cache_dir: &Path, url: &str) -> Result<PathBuf, FetchError> {
     std::fs::create_dir_all(&parent).map_err(FetchError::io(&parent, "cannot create directory"))?;
     let tmp = super::http::temp_name(&dir);
     let mut init = Command::new("git");
-    init.args(["init", "--bare", "--quiet"])
-        .arg(&tmp)
-        .stdin(Stdio::null());
+    init.args(["init", "--bare", "--quiet"]).arg(&tmp).stdin(Stdio::null());
     run(init, url, "git init")?;
     // Another process may have won the race; its repository is as good.
     if std::fs::rename(&tmp, &dir).is_err() {
@@ -86,22 +77,12 @@ pub(crate) fn fetch(cache_dir: &Path, url: &str, rev: &str, out: &Path) -> Resul
     // One fetch at a time per cache repository (git's ref locks would make
     // a concurrent one fail); reading objects afterwards needs no lock.
     let lock_path = cache.with_extension("lock");
-    let lock = std::fs::File::create(&lock_path)
-        .map_err(FetchError::io(&lock_path, "cannot create lock"))?;
-    lock.lock()
-        .map_err(FetchError::io(&lock_path, "cannot lock"))?;
+    let lock = std::fs::File::create(&lock_path).map_err(FetchError::io(&lock_path, "cannot create lock"))?;
+    lock.lock().map_err(FetchError::io(&lock_path, "cannot lock"))?;
     if !has_commit(&cache, rev) {
         // Most servers give a commit by id; some only give their refs.
         let mut by_id = git(&cache);
-        by_id.args([
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-recurse-submodules",
-            "--",
-            url,
-            rev,
-        ]);
+        by_id.args(["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--", url, rev]);
         let first = run(by_id, url, "git fetch");
         if !has_commit(&cache, rev) {
             let mut all = git(&cache);
@@ -172,24 +153,10 @@ fn write_tree(cache: &Path, url: &str, rev: &str, out: &Path) -> Result<(), Fetc
             .ok_or_else(bad)?;
         match (kind, mode) {
             ("commit", _) => w.dir(&rel, 0o755, None)?,
-            ("blob", "120000") => blobs.push((
-                oid.to_owned(),
-                Blob {
-                    rel,
-                    mode: 0,
-                    link: true,
-                },
-            )),
+            ("blob", "120000") => blobs.push((oid.to_owned(), Blob { rel, mode: 0, link: true })),
             ("blob", m) => {
                 let mode = if m == "100755" { 0o755 } else { 0o644 };
-                blobs.push((
-                    oid.to_owned(),
-                    Blob {
-                        rel,
-                        mode,
-                        link: false,
-                    },
-                ));
+                blobs.push((oid.to_owned(), Blob { rel, mode, link: false }));
             }
             _ => return Err(bad()),
         }
@@ -197,14 +164,10 @@ fn write_tree(cache: &Path, url: &str, rev: &str, out: &Path) -> Result<(), Fetc
 
     // One cat-file process streams every blob, in listing order.
     let mut cat = git(cache);
-    cat.args(["cat-file", "--batch"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = cat.spawn().map_err(|e| FetchError::Git {
-        url: url.to_owned(),
-        message: format!("cannot run git ({e})"),
-    })?;
+    cat.args(["cat-file", "--batch"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cat
+        .spawn()
+        .map_err(|e| FetchError::Git { url: url.to_owned(), message: format!("cannot run git ({e})") })?;
     let mut stdin = child.stdin.take().expect("piped stdin");
     let ids: Vec<String> = blobs.iter().map(|(oid, _)| oid.clone()).collect();
     let feeder = std::thread::spawn(move || {
@@ -218,9 +181,7 @@ fn write_tree(cache: &Path, url: &str, rev: &str, out: &Path) -> Result<(), Fetc
     let result = (|| {
         for (oid, blob) in &blobs {
             let mut header = String::new();
-            stdout
-                .read_line(&mut header)
-                .map_err(FetchError::io(cache, "cannot read git output"))?;
+            stdout.read_line(&mut header).map_err(FetchError::io(cache, "cannot read git output"))?;
             let size: u64 = header
                 .trim_end()
                 .strip_prefix(oid.as_str())
@@ -228,25 +189,18 @@ fn write_tree(cache: &Path, url: &str, rev: &str, out: &Path) -> Result<(), Fetc
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| FetchError::Git {
                     url: url.to_owned(),
-                    message: format!(
-                        "git cat-file: unexpected answer {:?} for {oid}",
-                        header.trim_end()
-                    ),
+                    message: format!("git cat-file: unexpected answer {:?} for {oid}", header.trim_end()),
                 })?;
             let mut content = (&mut stdout).take(size);
             if blob.link {
                 let mut target = Vec::new();
-                content
-                    .read_to_end(&mut target)
-                    .map_err(FetchError::io(cache, "cannot read git output"))?;
+                content.read_to_end(&mut target).map_err(FetchError::io(cache, "cannot read git output"))?;
                 w.symlink(&blob.rel, &target, None)?;
             } else {
                 w.file(&blob.rel, blob.mode, None, &mut content)?;
             }
             let mut nl = [0u8; 1];
-            stdout
-                .read_exact(&mut nl)
-                .map_err(FetchError::io(cache, "cannot read git output"))?;
+            stdout.read_exact(&mut nl).map_err(FetchError::io(cache, "cannot read git output"))?;
         }
         Ok(())
     })();

@@ -24,11 +24,8 @@ pub(crate) struct Http {
 impl Http {
     pub fn new(timeout: Duration) -> Result<Http, FetchError> {
         let loaded = rustls_native_certs::load_native_certs();
-        let certs: Vec<Certificate<'static>> = loaded
-            .certs
-            .iter()
-            .map(|c| Certificate::from_der(c.as_ref()).to_owned())
-            .collect();
+        let certs: Vec<Certificate<'static>> =
+            loaded.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
         if certs.is_empty() {
             let why: Vec<String> = loaded.errors.iter().map(|e| e.to_string()).collect();
             return Err(FetchError::Http {
@@ -39,9 +36,7 @@ impl Http {
                 ),
             });
         }
-        let tls = TlsConfig::builder()
-            .root_certs(RootCerts::new_with_certs(&certs))
-            .build();
+        let tls = TlsConfig::builder().root_certs(RootCerts::new_with_certs(&certs)).build();
         let agent = ureq::Agent::config_builder()
             .tls_config(tls)
             .timeout_connect(Some(Duration::from_secs(30)))
@@ -57,14 +52,10 @@ impl Http {
         match self.agent.get(url).call() {
             Ok(r) => Ok(Some(r)),
             Err(ureq::Error::StatusCode(404)) => Ok(None),
-            Err(ureq::Error::StatusCode(code)) => Err(FetchError::Http {
-                url: url.to_owned(),
-                message: format!("http status {code}"),
-            }),
-            Err(e) => Err(FetchError::Http {
-                url: url.to_owned(),
-                message: e.to_string().to_lowercase(),
-            }),
+            Err(ureq::Error::StatusCode(code)) => {
+                Err(FetchError::Http { url: url.to_owned(), message: format!("http status {code}") })
+            }
+            Err(e) => Err(FetchError::Http { url: url.to_owned(), message: e.to_string().to_lowercase() }),
         }
     }
 
@@ -74,32 +65,19 @@ impl Http {
             return Ok(None);
         };
         let mut body = Vec::new();
-        resp.body_mut()
-            .with_config()
-            .limit(JSON_LIMIT)
-            .reader()
-            .read_to_end(&mut body)
-            .map_err(|e| FetchError::Http {
-                url: url.to_owned(),
-                message: format!("cannot read the answer: {e}"),
-            })?;
-        serde_json::from_slice(&body)
-            .map(Some)
-            .map_err(|e| FetchError::Http {
-                url: url.to_owned(),
-                message: format!("the answer is not json: {e}"),
-            })
+        resp.body_mut().with_config().limit(JSON_LIMIT).reader().read_to_end(&mut body).map_err(|e| {
+            FetchError::Http { url: url.to_owned(), message: format!("cannot read the answer: {e}") }
+        })?;
+        serde_json::from_slice(&body).map(Some).map_err(|e| FetchError::Http {
+            url: url.to_owned(),
+            message: format!("the answer is not json: {e}"),
+        })
     }
 
     /// Downloads `url` (or copies a `file://` url) into `dest` through a
     /// temporary file, checking the sha256 when `expected` is given.
     /// Returns the sha256.
-    pub fn download(
-        &self,
-        url: &str,
-        dest: &Path,
-        expected: Option<&str>,
-    ) -> Result<String, FetchError> {
+    pub fn download(&self, url: &str, dest: &Path, expected: Option<&str>) -> Result<String, FetchError> {
         let parent = dest.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(parent).map_err(FetchError::io(parent, "cannot create directory"))?;
         let tmp = temp_name(dest);
@@ -121,17 +99,14 @@ impl Http {
                 });
             }
         }
-        fs::rename(&tmp, dest)
-            .map_err(FetchError::io(dest, "cannot move the download into place"))?;
+        fs::rename(&tmp, dest).map_err(FetchError::io(dest, "cannot move the download into place"))?;
         Ok(actual)
     }
 
     fn download_to(&self, url: &str, tmp: &Path) -> Result<String, FetchError> {
         let mut out = File::create(tmp).map_err(FetchError::io(tmp, "cannot create"))?;
-        let read_err = |e: io::Error| FetchError::Http {
-            url: url.to_owned(),
-            message: format!("download failed: {e}"),
-        };
+        let read_err =
+            |e: io::Error| FetchError::Http { url: url.to_owned(), message: format!("download failed: {e}") };
         let mut hasher = Sha256::new();
         let mut copy = |r: &mut dyn Read| -> Result<(), FetchError> {
             let mut buf = vec![0u8; 1 << 16];
@@ -141,8 +116,7 @@ impl Http {
                     return Ok(());
                 }
                 hasher.update(&buf[..n]);
-                out.write_all(&buf[..n])
-                    .map_err(FetchError::io(tmp, "cannot write"))?;
+                out.write_all(&buf[..n]).map_err(FetchError::io(tmp, "cannot write"))?;
             }
         };
         if let Some(path) = url.strip_prefix("file://") {
@@ -158,8 +132,7 @@ impl Http {
             let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
             copy(&mut reader)?;
         }
-        out.sync_all()
-            .map_err(FetchError::io(tmp, "cannot write"))?;
+        out.sync_all().map_err(FetchError::io(tmp, "cannot write"))?;
         Ok(hex(&hasher.finalize()))
     }
 }
@@ -168,9 +141,6 @@ impl Http {
 pub(crate) fn temp_name(dest: &Path) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
-    let name = dest
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = dest.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     dest.with_file_name(format!(".{name}.partial-{}-{n}", std::process::id()))
 }

@@ -44,10 +44,7 @@ pub struct FetchOptions {
 
 impl Default for FetchOptions {
     fn default() -> Self {
-        FetchOptions {
-            pypi_url: "https://pypi.org/pypi".to_owned(),
-            http_timeout: Duration::from_secs(3600),
-        }
+        FetchOptions { pypi_url: "https://pypi.org/pypi".to_owned(), http_timeout: Duration::from_secs(3600) }
     }
 }
 
@@ -82,11 +79,7 @@ pub fn materialize_artifact_with(
                 revision: None,
             }
         }
-        ArtifactSource::Archive {
-            path: Some(p),
-            sha256,
-            ..
-        } => {
+        ArtifactSource::Archive { path: Some(p), sha256, .. } => {
             let file = task.dir.join(p);
             let actual = sha256_file(&file)?;
             if let Some(expected) = sha256 {
@@ -106,11 +99,7 @@ pub fn materialize_artifact_with(
                 revision: None,
             }
         }
-        ArtifactSource::Archive {
-            url: Some(url),
-            sha256: Some(sha256),
-            ..
-        } => {
+        ArtifactSource::Archive { url: Some(url), sha256: Some(sha256), .. } => {
             let file = cached_download(cache_dir, url, sha256, opts)?;
             archive::unpack(&file, url, out_dir)?;
             ArtifactRecord {
@@ -160,9 +149,7 @@ fn prepare_out_dir(out_dir: &Path) -> Result<(), FetchError> {
     match fs::read_dir(out_dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
-                return Err(FetchError::OutDirNotEmpty {
-                    path: out_dir.to_path_buf(),
-                });
+                return Err(FetchError::OutDirNotEmpty { path: out_dir.to_path_buf() });
             }
             Ok(())
         }
@@ -201,9 +188,7 @@ fn cached_download_with(
 }
 
 fn cache_path(cache_dir: &Path, sha256: &str) -> PathBuf {
-    cache_dir
-        .join("downloads")
-        .join(format!("sha256-{}", sha256.to_ascii_lowercase()))
+    cache_dir.join("downloads").join(format!("sha256-{}", sha256.to_ascii_lowercase()))
 }
 
 /// A cached file is used only when its bytes still match; a damaged one is

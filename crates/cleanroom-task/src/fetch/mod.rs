@@ -10,6 +10,4 @@ mod pypi;
 mod tree;
 
 pub use error::FetchError;
-pub use materialize::{
-    materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchOptions,
-};
+pub use materialize::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchOptions};

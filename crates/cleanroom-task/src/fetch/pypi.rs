@@ -23,10 +23,7 @@ pub(crate) struct Sdist {
 const EXTENSIONS: &[&str] = &[".tar.gz", ".tgz", ".tar.bz2", ".zip", ".tar"];
 
 pub(crate) fn resolve(http: &Http, index: &str, requirement: &str) -> Result<Sdist, FetchError> {
-    let err = |message: String| FetchError::Pypi {
-        requirement: requirement.to_owned(),
-        message,
-    };
+    let err = |message: String| FetchError::Pypi { requirement: requirement.to_owned(), message };
     let (name, version) = parse_requirement(requirement)
         .ok_or_else(|| err("not an exact pin; expected \"name==version\"".to_owned()))?;
     let base = index.trim_end_matches('/');
@@ -49,11 +46,7 @@ pub(crate) fn resolve(http: &Http, index: &str, requirement: &str) -> Result<Sdi
                     let tail: Vec<&str> = known.iter().rev().take(8).rev().copied().collect();
                     return Err(err(format!(
                         "version {version:?} not found on the index; it lists {}",
-                        if tail.is_empty() {
-                            "no releases".to_owned()
-                        } else {
-                            tail.join(", ")
-                        }
+                        if tail.is_empty() { "no releases".to_owned() } else { tail.join(", ") }
                     )));
                 }
             }
@@ -63,30 +56,22 @@ pub(crate) fn resolve(http: &Http, index: &str, requirement: &str) -> Result<Sdi
 }
 
 fn pick_sdist(files: &Value) -> Result<Sdist, String> {
-    let files = files
-        .as_array()
-        .ok_or_else(|| "the index's answer has no file list".to_owned())?;
-    let sdists: Vec<&Value> = files
-        .iter()
-        .filter(|f| f.get("packagetype").and_then(Value::as_str) == Some("sdist"))
-        .collect();
+    let files = files.as_array().ok_or_else(|| "the index's answer has no file list".to_owned())?;
+    let sdists: Vec<&Value> =
+        files.iter().filter(|f| f.get("packagetype").and_then(Value::as_str) == Some("sdist")).collect();
     if sdists.is_empty() {
-        return Err("the index lists no source distribution (sdist) for this version, only built distributions".to_owned());
+        return Err(
+            "the index lists no source distribution (sdist) for this version, only built distributions"
+                .to_owned(),
+        );
     }
     let rank = |f: &&&Value| {
         let name = f.get("filename").and_then(Value::as_str).unwrap_or("");
-        EXTENSIONS
-            .iter()
-            .position(|e| name.ends_with(e))
-            .unwrap_or(EXTENSIONS.len())
+        EXTENSIONS.iter().position(|e| name.ends_with(e)).unwrap_or(EXTENSIONS.len())
     };
     let best = sdists.iter().min_by_key(rank).expect("non-empty");
     let best_rank = rank(&best);
-    let filename = best
-        .get("filename")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let filename = best.get("filename").and_then(Value::as_str).unwrap_or("").to_owned();
     if best_rank == EXTENSIONS.len() {
         return Err(format!(
             "the source distribution {filename:?} is in an unsupported format; supported: tar.gz, tar.bz2, zip"
@@ -104,11 +89,7 @@ fn pick_sdist(files: &Value) -> Result<Sdist, String> {
         .filter(|s| crate::rules::is_hex(s, 64))
         .ok_or_else(|| format!("{filename}: the index gives no sha256 digest"))?
         .to_ascii_lowercase();
-    Ok(Sdist {
-        url,
-        sha256,
-        filename,
-    })
+    Ok(Sdist { url, sha256, filename })
 }
 
 #[cfg(test)]
@@ -131,10 +112,9 @@ mod tests {
     #[test]
     fn wheels_only_is_an_error() {
         let files = serde_json::json!([{"packagetype": "bdist_wheel", "filename": "x.whl", "url": "u", "digests": {"sha256": "a".repeat(64)}}]);
-        assert!(pick_sdist(&files)
-            .unwrap_err()
-            .contains("no source distribution"));
-        let files = serde_json::json!([{"packagetype": "sdist", "filename": "x.tar.gz", "url": "u", "digests": {}}]);
+        assert!(pick_sdist(&files).unwrap_err().contains("no source distribution"));
+        let files =
+            serde_json::json!([{"packagetype": "sdist", "filename": "x.tar.gz", "url": "u", "digests": {}}]);
         assert!(pick_sdist(&files).unwrap_err().contains("no sha256"));
     }
 }

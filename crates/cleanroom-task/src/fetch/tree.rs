@@ -22,10 +22,7 @@ use super::error::FetchError;
 pub(crate) type Rel = [OsString];
 
 pub(crate) fn display(rel: &Rel) -> String {
-    let parts: Vec<String> = rel
-        .iter()
-        .map(|c| c.to_string_lossy().into_owned())
-        .collect();
+    let parts: Vec<String> = rel.iter().map(|c| c.to_string_lossy().into_owned()).collect();
     parts.join("/")
 }
 
@@ -98,19 +95,11 @@ impl TreeWriter {
 
     /// A writer for a copy of the task's own files.
     pub fn trusted(root: &Path, origin: &str) -> Self {
-        TreeWriter {
-            check_links: false,
-            mode_mask: 0o7777,
-            ..TreeWriter::fetched(root, origin)
-        }
+        TreeWriter { check_links: false, mode_mask: 0o7777, ..TreeWriter::fetched(root, origin) }
     }
 
     fn unsafe_entry(&self, rel: &Rel, reason: impl Into<String>) -> FetchError {
-        FetchError::Unsafe {
-            origin: self.origin.clone(),
-            entry: display(rel),
-            reason: reason.into(),
-        }
+        FetchError::Unsafe { origin: self.origin.clone(), entry: display(rel), reason: reason.into() }
     }
 
     /// Creates the parents of `rel` as real directories and returns the
@@ -133,23 +122,18 @@ impl TreeWriter {
                 Ok(m) if m.file_type().is_symlink() => {
                     return Err(self.unsafe_entry(
                         rel,
-                        format!(
-                            "would be written through the symbolic link {}",
-                            display(&rel[..=i])
-                        ),
+                        format!("would be written through the symbolic link {}", display(&rel[..=i])),
                     ));
                 }
                 Ok(m) if m.is_dir() => {}
                 Ok(_) => {
-                    return Err(self.unsafe_entry(
-                        rel,
-                        format!("{} is a file, not a directory", display(&rel[..=i])),
-                    ));
+                    return Err(
+                        self.unsafe_entry(rel, format!("{} is a file, not a directory", display(&rel[..=i])))
+                    );
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     if !last {
-                        fs::create_dir(&path)
-                            .map_err(FetchError::io(&path, "cannot create directory"))?;
+                        fs::create_dir(&path).map_err(FetchError::io(&path, "cannot create directory"))?;
                     }
                 }
                 Err(e) => return Err(FetchError::io(&path, "cannot inspect")(e)),
@@ -193,10 +177,7 @@ impl TreeWriter {
             .mode(0o600)
             .open(&path)
             .map_err(FetchError::io(&path, "cannot create file"))?;
-        let mut hashing = HashingWriter {
-            inner: &mut f,
-            hasher: Sha256::new(),
-        };
+        let mut hashing = HashingWriter { inner: &mut f, hasher: Sha256::new() };
         io::copy(content, &mut hashing).map_err(FetchError::io(&path, "cannot write"))?;
         let digest = hashing.hasher.finalize().into();
         f.set_permissions(Permissions::from_mode(mode & self.mode_mask))
@@ -208,19 +189,11 @@ impl TreeWriter {
         Ok(digest)
     }
 
-    pub fn symlink(
-        &mut self,
-        rel: &Rel,
-        target: &[u8],
-        mtime: Option<FileTime>,
-    ) -> Result<(), FetchError> {
+    pub fn symlink(&mut self, rel: &Rel, target: &[u8], mtime: Option<FileTime>) -> Result<(), FetchError> {
         if self.check_links && !link_stays_inside(rel, target) {
             return Err(self.unsafe_entry(
                 rel,
-                format!(
-                    "symbolic link to {:?} points outside the artifact",
-                    String::from_utf8_lossy(target)
-                ),
+                format!("symbolic link to {:?} points outside the artifact", String::from_utf8_lossy(target)),
             ));
         }
         let path = self.prepare(rel, true)?;
@@ -250,10 +223,7 @@ impl TreeWriter {
             if !ok {
                 return Err(self.unsafe_entry(
                     rel,
-                    format!(
-                        "hard link to {} which is not a regular file of the artifact",
-                        display(target)
-                    ),
+                    format!("hard link to {} which is not a regular file of the artifact", display(target)),
                 ));
             }
         }
@@ -350,9 +320,7 @@ fn copy_dir(
             let mut f = fs::File::open(&path).map_err(FetchError::io(&path, "cannot open"))?;
             let sum = w.file(rel, m.mode(), mtime, &mut f)?;
             if let Some(h) = digest.as_deref_mut() {
-                h.update(
-                    format!("F {:o} {rel_bytes}\0{}\n", m.mode() & 0o7777, hex(&sum)).as_bytes(),
-                );
+                h.update(format!("F {:o} {rel_bytes}\0{}\n", m.mode() & 0o7777, hex(&sum)).as_bytes());
             }
         } else {
             return Err(FetchError::Unsafe {
@@ -377,9 +345,7 @@ pub(crate) fn sha256_file(path: &Path) -> Result<String, FetchError> {
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = f
-            .read(&mut buf)
-            .map_err(FetchError::io(path, "cannot read"))?;
+        let n = f.read(&mut buf).map_err(FetchError::io(path, "cannot read"))?;
         if n == 0 {
             break;
         }
@@ -398,10 +364,7 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(
-            rel("./a/b/"),
-            vec![OsString::from("a"), OsString::from("b")]
-        );
+        assert_eq!(rel("./a/b/"), vec![OsString::from("a"), OsString::from("b")]);
         assert_eq!(normalize(b"./").unwrap(), None);
         assert!(normalize(b"/etc/passwd").is_err());
         assert!(normalize(b"a/../../b").is_err());
@@ -427,9 +390,7 @@ mod tests {
         // A link planted by a trusted copy, then a fetched entry below it.
         std::os::unix::fs::symlink(&outside, root.join("lib")).unwrap();
         let mut w = TreeWriter::fetched(&root, "test.tar");
-        let err = w
-            .file(&rel("lib/passwd"), 0o644, None, &mut &b"x"[..])
-            .unwrap_err();
+        let err = w.file(&rel("lib/passwd"), 0o644, None, &mut &b"x"[..]).unwrap_err();
         assert!(err.to_string().contains("symbolic link lib"), "{err}");
         assert!(!outside.join("passwd").exists());
         let err = w.symlink(&rel("esc"), b"../outside", None).unwrap_err();

@@ -34,9 +34,7 @@ pub fn errors(task_toml: &str, checks_toml: &str) -> Vec<String> {
         Err(e) => {
             let text = e.to_string();
             assert_eq!(text.lines().count(), e.len(), "one line per error: {text}");
-            text.lines()
-                .map(|l| l.replace(&format!("{}/", tmp.path().display()), ""))
-                .collect()
+            text.lines().map(|l| l.replace(&format!("{}/", tmp.path().display()), "")).collect()
         }
     }
 }
@@ -46,9 +44,7 @@ pub fn errors(task_toml: &str, checks_toml: &str) -> Vec<String> {
 pub fn assert_error(errors: &[String], file: &str, line: usize, key: &str, fragment: &str) {
     let head = format!("t1/{file}:{line}: {key}: ");
     assert!(
-        errors
-            .iter()
-            .any(|e| e.starts_with(&head) && e.contains(fragment)),
+        errors.iter().any(|e| e.starts_with(&head) && e.contains(fragment)),
         "no error starting with {head:?} containing {fragment:?} in:\n{}",
         errors.join("\n")
     );

@@ -43,6 +43,10 @@ struct FakeEnv {
 }
 
 impl Environment for FakeEnv {
+    fn diff(&self) -> Result<cleanroom_env::EnvDiff, EnvError> {
+        Ok(cleanroom_env::EnvDiff::default())
+    }
+
     fn id(&self) -> &str {
         "fake"
     }
@@ -300,18 +304,14 @@ fn the_first_failing_step_ends_the_steps_but_every_check_is_evaluated() {
     assert_eq!(verdict.stage, crate::VerdictStage::Build);
     assert!(!verdict.passed);
     assert!(log.contains("-- failed: exit 3 after 2.000s\nit broke\n"), "{log}");
-    assert!(
-        log.contains("== step 3/3: later (run)\n$ ok\n-- not run: an earlier step failed\n"),
-        "{log}"
-    );
+    assert!(log.contains("== step 3/3: later (run)\n$ ok\n-- not run: an earlier step failed\n"), "{log}");
     assert_eq!(f.env.ended, 1);
 }
 
 #[test]
 fn a_missing_output_says_missing() {
     let mut f = fixture(by_command());
-    let spec =
-        VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![json_check("err")] };
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![json_check("err")] };
     let verdict = f.run(&spec, 900, false).0.unwrap();
     assert_eq!(verdict.checks[0].observed, "missing");
     assert_eq!(verdict.stage, crate::VerdictStage::Run);
@@ -324,8 +324,7 @@ fn a_linked_output_is_not_followed() {
         std::os::unix::fs::symlink("/etc/passwd", out.join("table.json")).unwrap();
         Ok(exited(0, 1, ""))
     }));
-    let spec =
-        VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![json_check("err")] };
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![json_check("err")] };
     let verdict = f.run(&spec, 900, false).0.unwrap();
     assert!(!verdict.checks[0].passed);
     assert_eq!(verdict.checks[0].observed, "symlink in path");
@@ -339,12 +338,7 @@ fn step_timeouts_are_capped_by_what_is_left() {
     let mut short = step("short", Stage::Run, "ok");
     short.timeout_sec = Some(10);
     let spec = VerifySpec {
-        steps: vec![
-            step("slow", Stage::Setup, "slow"),
-            capped,
-            short,
-            step("rest", Stage::Run, "ok"),
-        ],
+        steps: vec![step("slow", Stage::Setup, "slow"), capped, short, step("rest", Stage::Run, "ok")],
         checks: vec![],
     };
     let verdict = f.run(&spec, 100, false).0.unwrap();
@@ -445,9 +439,8 @@ fn network_follows_verify_network() {
 
 #[test]
 fn an_environment_failure_is_an_error_and_the_phase_still_ends() {
-    let mut f = fixture(Box::new(|_, _| {
-        Err(EnvError::Command { program: "fake".into(), detail: "broken".into() })
-    }));
+    let mut f =
+        fixture(Box::new(|_, _| Err(EnvError::Command { program: "fake".into(), detail: "broken".into() })));
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     assert!(f.run(&spec, 900, false).0.is_err());
     assert_eq!(f.env.ended, 1);
@@ -459,10 +452,8 @@ fn a_cancel_is_an_error_and_the_phase_still_ends() {
     let mut f = fixture(Box::new(|_, _| {
         Ok(Act { status: ExitStatus::Cancelled, seconds: 1, stdout: String::new() })
     }));
-    let spec = VerifySpec {
-        steps: vec![step("a", Stage::Run, "ok"), step("b", Stage::Run, "ok")],
-        checks: vec![],
-    };
+    let spec =
+        VerifySpec { steps: vec![step("a", Stage::Run, "ok"), step("b", Stage::Run, "ok")], checks: vec![] };
     let err = f.run(&spec, 900, false).0.unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     assert_eq!(f.requests().len(), 1);

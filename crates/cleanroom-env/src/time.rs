@@ -1,6 +1,5 @@
-//! RFC 3339 timestamps in UTC. Written by hand: a calendar crate for a few
-//! timestamps is not worth it (cleanroom-env's image module does the same
-//! privately).
+//! RFC 3339 timestamps in UTC, for image.json and run records. Written by
+//! hand: a calendar crate for a few timestamps is not worth it.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,7 +15,7 @@ pub fn rfc3339_utc_now() -> String {
 
 /// `t` as it starts a run id: `2026-11-29T21-12-55Z` (no `:`, which some
 /// file systems and tools reject in names).
-pub(crate) fn run_id_stamp(t: SystemTime) -> String {
+pub fn run_id_stamp(t: SystemTime) -> String {
     let (date, secs, _) = civil_utc(t);
     format!("{date}T{}Z", clock(secs, '-'))
 }
@@ -73,5 +72,14 @@ mod tests {
     fn before_the_epoch_rounds_down() {
         let t = UNIX_EPOCH - Duration::from_millis(1500);
         assert_eq!(rfc3339_utc(t), "1969-12-31T23:59:58.000Z");
+    }
+
+    #[test]
+    fn leap_years_and_far_dates() {
+        let at = |s: u64| rfc3339_utc(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00.000Z");
+        assert_eq!(at(1_709_164_799), "2024-02-28T23:59:59.000Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59.000Z");
+        assert_eq!(at(253_402_300_799), "9999-12-31T23:59:59.000Z");
     }
 }
