@@ -116,7 +116,7 @@ fn image_build_lifecycle_with_a_fake_bootstrap() {
     assert_eq!((image.info.suite.as_str(), image.info.variant.as_str()), ("bookworm", "minbase"));
     assert_eq!(image.info.mirror, "http://mirror.example/debian");
     assert_eq!(image.info.tool_version, env!("CARGO_PKG_VERSION"));
-    assert_eq!(image.info.created.len(), "2025-05-20T08:30:00Z".len());
+    assert_eq!(image.info.created.len(), "2025-05-20T08:30:00.000Z".len());
     assert_eq!(mode(&dir.join("image.json")) & 0o222, 0);
     assert_eq!(mode(&image.root) & 0o222, 0);
     let on_disk: ImageInfo =
