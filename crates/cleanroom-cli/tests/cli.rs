@@ -357,7 +357,7 @@ fn make_class_task(root: &Path, id: &str, extra_task_keys: &str) {
     std::fs::create_dir_all(dir.join("verify")).unwrap();
     std::fs::write(
         dir.join("task.toml"),
-        format!("schema_version = 1\n[task]\ntitle = \"count lines\"\ndomain = \"systems\"\n{extra_task_keys}\n[agent]\ntimeout_sec = 3\n[verify]\nprotected = [\"data/**\"]\n"),
+        format!("schema_version = 1\n[task]\ntitle = \"count lines\"\ndomain = \"systems\"\n{extra_task_keys}\n[environment]\ndisk_mb = 64\n[agent]\ntimeout_sec = 3\n[verify]\nprotected = [\"data/**\"]\n"),
     )
     .unwrap();
     std::fs::write(dir.join("instruction.md"), "Deploy the line counter.\n").unwrap();
@@ -389,6 +389,11 @@ fn outcome_classes_are_recorded() {
         script(&out, "slow.sh", "sleep 100"),
         script(&out, "crash.sh", "kill -9 $$"),
         script(&out, "fails.sh", "touch /opt/deployed; exit 3"),
+        script(
+            &out,
+            "fills-disk.sh",
+            "touch /opt/deployed; cat /dev/zero > /fill; for i in $(seq 5000); do touch /f$i || break; done",
+        ),
     ];
     let mut args = vec!["--tasks", tasks.to_str().unwrap(), "--agent", "oracle"];
     for a in &agents {
@@ -419,6 +424,12 @@ fn outcome_classes_are_recorded() {
     let fails = get("count", "script-fails-sh");
     assert_eq!(fails["outcome"], "passed", "a script's exit code does not decide: the verifier does");
     assert_eq!((&fails["stop_reason"], &fails["exit_code"]), (&Value::from("finished"), &Value::from(3)));
+    let full = get("count", "script-fills-disk-sh");
+    assert_eq!(
+        (&full["outcome"], &full["class"]),
+        (&Value::from("failed"), &Value::from("self_stop")),
+        "{full}"
+    );
     for agent in ["oracle", "script-tamper-sh", "script-slow-sh", "script-crash-sh", "script-fails-sh"] {
         let r = get("count-gpu", agent);
         assert_eq!(r["outcome"], "skipped");

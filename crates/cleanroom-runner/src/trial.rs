@@ -119,16 +119,35 @@ fn run(
     let mut verify_log = Vec::new();
     let verdict = run_pipeline(env.as_mut(), task, &input.cancel, &mut verify_log);
     files.push(TrialFile { name: "verify.log", bytes: verify_log });
-    let verdict = verdict?;
+    let verdict = match verdict {
+        Ok(verdict) => Some(verdict),
+        // The agent filled its disk: the verifier could not even be copied
+        // in. That is the agent's doing, not the harness's: a failure.
+        Err(e) if is_disk_full(&e) => {
+            record.error =
+                Some(format!("verification could not start: the environment's disk is full ({e})"));
+            None
+        }
+        Err(e) => return Err(e),
+    };
     record.timings.verify = verify_started.elapsed().as_secs_f64();
     env.destroy()?;
 
-    let (outcome, class) = classify(agent_run.stop, verdict.passed, changes.is_tampered());
+    let passed = verdict.as_ref().is_some_and(|v| v.passed);
+    let (outcome, class) = classify(agent_run.stop, passed, changes.is_tampered());
     record.outcome = outcome;
     record.class = class;
-    record.stage = verdict.stage;
-    record.verdict = Some(verdict);
+    if let Some(verdict) = verdict {
+        record.stage = verdict.stage;
+        record.verdict = Some(verdict);
+    }
     Ok(true)
+}
+
+fn is_disk_full(e: &EnvError) -> bool {
+    use std::io::ErrorKind;
+    matches!(e, EnvError::Io { source, .. }
+        if matches!(source.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded))
 }
 
 fn count(changes: &Changes) -> ChangeCounts {
