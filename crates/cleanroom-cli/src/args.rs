@@ -97,6 +97,8 @@ pub struct RunArgs {
     pub out: PathBuf,
     #[arg(long, value_enum, default_value = "off")]
     pub gate: Gate,
+    /// Most steps of an llm: agent (recorded; oracle, nop and script agents
+    /// have no steps).
     #[arg(long)]
     pub max_steps: Option<u32>,
     /// Scales every agent time budget.
