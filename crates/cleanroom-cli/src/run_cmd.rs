@@ -23,11 +23,20 @@ use crate::interrupt;
 
 pub fn run(args: RunArgs) -> Result<(), CliError> {
     let home = image::cleanroom_home();
-    let (run_dir, mut config) = match &args.resume {
-        Some(path) => resume(path, &args)?,
-        None => fresh(&args)?,
+    let (existing, mut config) = match &args.resume {
+        Some(path) => {
+            let (dir, config) = resume(path, &args)?;
+            (Some(dir), config)
+        }
+        None => (None, fresh(&args)?),
     };
+    // The backend before the run directory: a host that cannot run
+    // environments gets no empty run directory.
     let backend = make_backend(&config.backend, &home)?;
+    let run_dir = match existing {
+        Some(dir) => dir,
+        None => RunDir::create(&args.out, &config.run_id).map_err(internal)?,
+    };
     let swept = sweep(&home).map_err(internal)?;
     if !swept.environments.is_empty() {
         eprintln!("cleanroom: removed {} environment(s) left by a dead run", swept.environments.len());
@@ -198,7 +207,7 @@ fn make_backend(name: &str, home: &Path) -> Result<Box<dyn Backend>, CliError> {
     }
 }
 
-fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
+fn fresh(args: &RunArgs) -> Result<RunConfig, CliError> {
     if args.trials == 0 {
         return Err(input("--trials must be at least 1"));
     }
@@ -228,7 +237,6 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let run_id = new_run_id();
-    let run_dir = RunDir::create(&args.out, &run_id).map_err(internal)?;
     let ids = agent_ids(&args.agents);
     let config = RunConfig {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -254,7 +262,7 @@ fn fresh(args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
         fail_under: args.fail_under,
         artifacts: BTreeMap::new(),
     };
-    Ok((run_dir, config))
+    Ok(config)
 }
 
 /// A resumed run takes its configuration from run.toml; only --jobs may

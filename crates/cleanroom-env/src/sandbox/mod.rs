@@ -42,6 +42,12 @@ pub struct SandboxBackend {
 impl SandboxBackend {
     /// A backend keeping its environments under `<home>/envs`.
     pub fn new(home: &Path) -> Result<SandboxBackend, EnvError> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(EnvError::Phase(
+                "the sandbox backend needs root (namespaces, cgroups, loop and overlay mounts): run cleanroom as root".into(),
+            ));
+        }
         for tool in ["bwrap", "unshare", "mkfs.ext4", "slirp4netns", "ip"] {
             if host_tool(tool).is_none() {
                 return Err(EnvError::Phase(format!(
