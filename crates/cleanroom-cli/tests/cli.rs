@@ -357,7 +357,7 @@ fn make_class_task(root: &Path, id: &str, extra_task_keys: &str) {
     std::fs::create_dir_all(dir.join("verify")).unwrap();
     std::fs::write(
         dir.join("task.toml"),
-        format!("schema_version = 1\n[task]\ntitle = \"count lines\"\ndomain = \"systems\"\n{extra_task_keys}\n[environment]\ndisk_mb = 64\n[agent]\ntimeout_sec = 3\n[verify]\nprotected = [\"data/**\"]\n"),
+        format!("schema_version = 1\n[task]\ntitle = \"count lines\"\ndomain = \"systems\"\n{extra_task_keys}\n[environment]\ndisk_mb = 64\n[agent]\ntimeout_sec = 15\n[verify]\nprotected = [\"data/**\"]\n"),
     )
     .unwrap();
     std::fs::write(dir.join("instruction.md"), "Deploy the line counter.\n").unwrap();
@@ -392,7 +392,7 @@ fn outcome_classes_are_recorded() {
         script(
             &out,
             "fills-disk.sh",
-            "touch /opt/deployed; cat /dev/zero > /fill; for i in $(seq 5000); do touch /f$i || break; done",
+            "touch /opt/deployed; head -c 100M /dev/zero > /fill; for i in {1..20000}; do : > /f$i || break; done 2>/dev/null",
         ),
     ];
     let mut args = vec!["--tasks", tasks.to_str().unwrap(), "--agent", "oracle"];
