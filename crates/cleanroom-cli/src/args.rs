@@ -49,6 +49,49 @@ pub struct ImageBuildArgs {
 pub enum TasksCommand {
     /// List tasks with their metadata.
     List(TasksListArgs),
+    /// Vet tasks: schema, artifact, no leaked expected values, the oracle
+    /// passes, nop fails, verdicts repeatable.
+    Check(TasksCheckArgs),
+    /// Run the oracle N times and propose tolerances from the spread.
+    Calibrate(TasksCalibrateArgs),
+    /// Write a task skeleton that passes validation.
+    New(TasksNewArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TasksCheckArgs {
+    /// A task directory, or a directory of tasks.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Only what needs no environment: schema, artifact, leaks.
+    #[arg(long)]
+    pub no_run: bool,
+    /// Tasks checked at once (default: 1).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct TasksCalibrateArgs {
+    /// A task directory, or a directory of tasks.
+    pub dir: PathBuf,
+    /// Oracle runs per task (at least 2).
+    #[arg(long, default_value_t = 5)]
+    pub runs: u32,
+    /// Write the proposed tolerances into verify/checks.toml.
+    #[arg(long)]
+    pub write: bool,
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct TasksNewArgs {
+    /// The new task's id (and directory name).
+    pub id: String,
+    /// Where to make it (default: the current directory).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

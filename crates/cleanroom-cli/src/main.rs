@@ -2,9 +2,13 @@
 //! and run the paper's designated experiment?
 
 mod args;
+mod calibrate_cmd;
+mod check_cmd;
 mod error;
 mod image_cmd;
 mod interrupt;
+mod new_cmd;
+mod prepare;
 mod run_cmd;
 mod tasks_cmd;
 
@@ -22,6 +26,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Image(args::ImageCommand::Build(a)) => image_cmd::build(a),
         Command::Tasks(TasksCommand::List(a)) => tasks_cmd::list(a),
+        Command::Tasks(TasksCommand::Check(a)) => check_cmd::check(a),
+        Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a),
+        Command::Tasks(TasksCommand::New(a)) => new_cmd::new(a),
         Command::Run(a) => run_cmd::run(a),
     };
     match result {

@@ -2,15 +2,14 @@
 //! the trials, and consume the runner's events: result files, progress
 //! lines, summary.json after every trial, the table at the end.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use cleanroom_agent::AgentSpec;
-use cleanroom_env::sandbox::{sweep, SandboxBackend};
-use cleanroom_env::{image, Backend, CancelToken};
+use cleanroom_env::CancelToken;
 use cleanroom_report::{summary_table, trial_line};
-use cleanroom_runner::{plan, stage_artifacts, AgentEntry, Event, RunInput};
+use cleanroom_runner::{plan, AgentEntry, Event, RunInput};
 use cleanroom_store::{
     agent_ids, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary, TrialRecord,
 };
@@ -18,11 +17,9 @@ use cleanroom_task::{load_tasks, Task};
 
 use crate::args::{Gate, RunArgs};
 use crate::error::{input, internal, CliError};
-use crate::image_cmd::image_error;
-use crate::interrupt;
+use crate::{interrupt, prepare};
 
 pub fn run(args: RunArgs) -> Result<(), CliError> {
-    let home = image::cleanroom_home();
     let (existing, mut config) = match &args.resume {
         Some(path) => {
             let (dir, config) = resume(path, &args)?;
@@ -30,38 +27,19 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         }
         None => (None, fresh(&args)?),
     };
-    // The backend before the run directory: a host that cannot run
-    // environments gets no empty run directory.
-    let backend = make_backend(&config.backend, &home)?;
+    // Everything that can be bad input or a host unfit for environments is
+    // found before a run directory is made.
+    let backend = prepare::backend(&config.backend)?;
+    let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>()).map_err(input)?;
+    let tasks = select_tasks(all_tasks, &config.task_ids)?;
+    let agents = parse_agents(&config)?;
+    let prepared = prepare::prepare(backend, &tasks, &config.run_id)?;
     let run_dir = match existing {
         Some(dir) => dir,
         None => RunDir::create(&args.out, &config.run_id).map_err(internal)?,
     };
-    let swept = sweep(&home).map_err(internal)?;
-    if !swept.environments.is_empty() {
-        eprintln!("cleanroom: removed {} environment(s) left by a dead run", swept.environments.len());
-    }
-
-    let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>()).map_err(input)?;
-    let tasks = select_tasks(all_tasks, &config.task_ids)?;
-    let agents = parse_agents(&config)?;
-
-    let mut images = HashMap::new();
-    for task in &tasks {
-        let name = &task.spec.environment.image;
-        if !images.contains_key(name) {
-            let img =
-                image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
-            config.images.insert(name.clone(), img.digest.clone());
-            images.insert(name.clone(), img.root);
-        }
-    }
-
-    let staging = home.join("staging").join(run_dir.run_id());
-    let task_refs: Vec<&Task> = tasks.iter().collect();
-    let artifacts =
-        stage_artifacts(&task_refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
-    for (id, staged) in &artifacts {
+    config.images.extend(prepared.image_digests.clone());
+    for (id, staged) in &prepared.artifacts {
         match staged {
             Ok(s) => {
                 config.artifacts.insert(
@@ -101,9 +79,9 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         timeout_multiplier: config.timeout_multiplier,
         allow_unlimited: config.allow_unlimited,
         gate: config.gate.clone(),
-        backend: backend.as_ref(),
-        images: &images,
-        artifacts: &artifacts,
+        backend: prepared.backend.as_ref(),
+        images: &prepared.images,
+        artifacts: &prepared.artifacts,
         cancel: cancel.clone(),
     };
     let (tx, rx) = mpsc::channel();
@@ -124,7 +102,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
             }
         }
     });
-    let _ = std::fs::remove_dir_all(&staging);
+    drop(prepared);
     if let Some(e) = write_error {
         return Err(e);
     }
@@ -197,13 +175,6 @@ fn overall_rate(summary: &Summary) -> f64 {
         0.0
     } else {
         passed as f64 / judged as f64
-    }
-}
-
-fn make_backend(name: &str, home: &Path) -> Result<Box<dyn Backend>, CliError> {
-    match name {
-        "sandbox" => Ok(Box::new(SandboxBackend::new(home).map_err(internal)?)),
-        other => Err(input(format!("--backend {other}: unknown backend (available: sandbox)"))),
     }
 }
 

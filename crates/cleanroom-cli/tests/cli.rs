@@ -437,3 +437,81 @@ fn outcome_classes_are_recorded() {
         assert_eq!(r["class"], Value::Null);
     }
 }
+
+#[test]
+fn tasks_check_vets_the_examples() {
+    let output = cleanroom().args(["tasks", "check", &fixtures("examples/tasks"), "--jobs", "2"]).output().unwrap();
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    for id in ["fd-anharmonic", "rff-ridge", "sir-network-final-size"] {
+        let row = report.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no row for {id}: {report}"));
+        assert!(row.contains("passed") && row.contains("same") && row.contains("failed (self_stop)"), "{row}");
+    }
+    assert!(report.contains("3 ok, 0 with errors"), "{report}");
+}
+
+#[test]
+fn every_suite_task_validates() {
+    let suite = repo().join("tasks");
+    if !suite.exists() {
+        return;
+    }
+    let output = cleanroom().args(["tasks", "check", "--no-run"]).arg(&suite).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+}
+
+#[test]
+fn tasks_check_catches_a_leaky_task_that_nop_passes() {
+    let out = temp_out("leaky");
+    make_class_task(&out, "leaky", "");
+    let task = out.join("leaky");
+    // The answer in the instruction, a hidden file in the artifact, and a
+    // verifier that passes whatever the agent did.
+    std::fs::write(task.join("instruction.md"), "Count the lines; the answer is 0.012345.\n").unwrap();
+    let checks = "[[step]]\nname = \"s\"\nrun = \"echo 'v: 0.012345' > $CLEANROOM_OUT/v.txt\"\n\n\
+                  [[check]]\nname = \"value\"\nfile = \"v.txt\"\nregex = 'v: ([0-9.]+)'\nexpect = 0.012345\n";
+    std::fs::write(task.join("verify/checks.toml"), checks).unwrap();
+    let secret = "#!/bin/bash\n# the reference deployment, long enough to be recognised as a copy\ntouch /opt/deployed\n";
+    std::fs::write(task.join("solution/setup.sh"), secret).unwrap();
+    std::fs::write(task.join("artifact/setup-notes.sh"), secret).unwrap();
+    let output = cleanroom().args(["tasks", "check"]).arg(&task).output().unwrap();
+    let report = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{report}");
+    assert!(report.contains("instruction.md gives away the expected value 0.012345"), "{report}");
+    assert!(report.contains("artifact file setup-notes.sh is a copy of the hidden solution/setup.sh"), "{report}");
+}
+
+#[test]
+fn tasks_new_makes_a_task_that_passes_its_check() {
+    let out = temp_out("new");
+    let made = cleanroom().args(["tasks", "new", "my-task", "--dir"]).arg(&out).output().unwrap();
+    assert!(made.status.success(), "{}", text(&made));
+    let check = cleanroom().args(["tasks", "check"]).arg(out.join("my-task")).output().unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+    let again = cleanroom().args(["tasks", "new", "my-task", "--dir"]).arg(&out).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "an existing task is not overwritten");
+    let bad = cleanroom().args(["tasks", "new", "Bad Id", "--dir"]).arg(&out).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn calibrate_proposes_and_writes_tolerances() {
+    let out = temp_out("calibrate");
+    make_class_task(&out, "noisy", "");
+    let task = out.join("noisy");
+    // A measurement with run-to-run spread (the time's nanoseconds) and one
+    // without.
+    let checks = "[[step]]\nname = \"s\"\nrun = \"test -f /opt/deployed && { echo \\\"x: 1.$(date +%N)\\\"; echo 'y: 2.5'; } > $CLEANROOM_OUT/m.txt\"\n\n\
+                  [[check]]\nname = \"noisy x\"\nfile = \"m.txt\"\nregex = 'x: ([0-9.]+)'\nexpect = 1.5\nabs_tol = 0.6\n\n\
+                  # stays exact unless calibrated\n[[check]]\nname = \"steady y\"\nfile = \"m.txt\"\nregex = 'y: ([0-9.]+)'\nexpect = 2.5\n";
+    std::fs::write(task.join("verify/checks.toml"), checks).unwrap();
+    let output = cleanroom().args(["tasks", "calibrate"]).arg(&task).args(["--runs", "4", "--write"]).output().unwrap();
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    assert!(report.contains("noisy x") && report.contains("abs_tol = "), "{report}");
+    assert!(report.contains("steady y") && report.contains("rel_tol = 1.0e-6"), "{report}");
+    let written = std::fs::read_to_string(task.join("verify/checks.toml")).unwrap();
+    assert!(written.contains("# stays exact unless calibrated"), "comments are kept: {written}");
+    assert!(written.contains("rel_tol = 0.000001") || written.contains("rel_tol = 1e-6"), "{written}");
+    assert!(!written.contains("abs_tol = 0.6"), "the noisy tolerance was recalibrated: {written}");
+}

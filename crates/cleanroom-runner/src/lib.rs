@@ -3,14 +3,17 @@
 //! [`Event`]s and nothing else; the caller decides what to print and write.
 
 mod artifacts;
+pub mod calibrate;
 mod classify;
 mod env_diff;
 mod event;
 mod trial;
+mod vet;
 
 pub use artifacts::{stage_artifacts, Staged, StagedArtifact};
 pub use event::{Event, TrialFile, TrialKey};
 pub use trial::PIDS_MAX;
+pub use vet::{check_tasks, Finding, Severity, TaskCheck};
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -94,10 +97,10 @@ fn run_trial(input: &RunInput, key: &TrialKey, events: &Sender<Event>) {
     };
     for attempt in 1..=input.retries + 1 {
         let _ = events.send(Event::TrialStarted { key: key.clone(), attempt });
-        match trial::attempt(input, task, agent, key, attempt) {
+        match trial::attempt(input, task, agent, key, attempt, false) {
             AttemptEnd::Interrupted => return,
-            AttemptEnd::Done(record, files) => {
-                let record = *record;
+            AttemptEnd::Done(done) => {
+                let trial::Attempt { record, files, .. } = *done;
                 let retry = record.outcome == Outcome::InfraError
                     && attempt <= input.retries
                     && !input.cancel.is_cancelled();

@@ -8,7 +8,7 @@ use cleanroom_agent::{populate_workspace, run_agent, Stop};
 use cleanroom_env::{EnvError, EnvSpec, Globs, Network};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
-use cleanroom_verify::{run_pipeline, ChangeKind, Changes};
+use cleanroom_verify::{run_pipeline, ChangeKind, Changes, Verdict};
 
 use crate::classify::{classify, stop_reason};
 use crate::env_diff;
@@ -18,8 +18,16 @@ use crate::{AgentEntry, RunInput};
 /// Process limit of every environment (the task format has no key for it).
 pub const PIDS_MAX: u64 = 4096;
 
+/// A finished attempt; `repeat` is a second verification of the same
+/// environment, when one was asked for (`tasks check`).
+pub(crate) struct Attempt {
+    pub record: TrialRecord,
+    pub files: Vec<TrialFile>,
+    pub repeat: Option<Result<Verdict, String>>,
+}
+
 pub(crate) enum AttemptEnd {
-    Done(Box<TrialRecord>, Vec<TrialFile>),
+    Done(Box<Attempt>),
     /// Ctrl-C: no record, so a resumed run does the trial again.
     Interrupted,
 }
@@ -30,6 +38,7 @@ pub(crate) fn attempt(
     agent: &AgentEntry,
     key: &TrialKey,
     attempt: u32,
+    verify_twice: bool,
 ) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
     record.gate = input.gate.clone();
@@ -39,13 +48,14 @@ pub(crate) fn attempt(
         record.outcome = Outcome::Skipped;
         record.skip_reason = Some(reason);
         record.finished_at = cleanroom_store::rfc3339_utc_now();
-        return AttemptEnd::Done(Box::new(record), Vec::new());
+        return AttemptEnd::Done(Box::new(Attempt { record, files: Vec::new(), repeat: None }));
     }
     let mut files = Vec::new();
-    match run(input, task, agent, &mut record, &mut files) {
+    let mut repeat = verify_twice.then(|| Err("not run".to_string()));
+    match run(input, task, agent, &mut record, &mut files, &mut repeat) {
         Ok(true) => {
             record.finished_at = cleanroom_store::rfc3339_utc_now();
-            AttemptEnd::Done(Box::new(record), files)
+            AttemptEnd::Done(Box::new(Attempt { record, files, repeat }))
         }
         Ok(false) => AttemptEnd::Interrupted,
         Err(_) if input.cancel.is_cancelled() => AttemptEnd::Interrupted,
@@ -54,18 +64,20 @@ pub(crate) fn attempt(
             record.class = None;
             record.error = Some(e.to_string());
             record.finished_at = cleanroom_store::rfc3339_utc_now();
-            AttemptEnd::Done(Box::new(record), files)
+            AttemptEnd::Done(Box::new(Attempt { record, files, repeat: None }))
         }
     }
 }
 
-/// Fills `record`; Ok(false) when interrupted.
+/// Fills `record`; Ok(false) when interrupted. When `repeat` is Some, the
+/// environment is verified a second time and the verdict put there.
 fn run(
     input: &RunInput,
     task: &Task,
     agent: &AgentEntry,
     record: &mut TrialRecord,
     files: &mut Vec<TrialFile>,
+    repeat: &mut Option<Result<Verdict, String>>,
 ) -> Result<bool, EnvError> {
     let staged = match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => staged,
@@ -131,6 +143,9 @@ fn run(
         Err(e) => return Err(e),
     };
     record.timings.verify = verify_started.elapsed().as_secs_f64();
+    if let Some(second) = repeat.as_mut() {
+        *second = run_pipeline(env.as_mut(), task, &input.cancel, &mut Vec::new()).map_err(|e| e.to_string());
+    }
     env.destroy()?;
 
     let passed = verdict.as_ref().is_some_and(|v| v.passed);

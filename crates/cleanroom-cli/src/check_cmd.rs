@@ -1,0 +1,131 @@
+//! `cleanroom tasks check`: a table, one row per task, then every finding;
+//! exit 2 when any task has an error.
+
+use std::time::Instant;
+
+use cleanroom_env::CancelToken;
+use cleanroom_report::escape_terminal;
+use cleanroom_runner::{check_tasks, RunInput, Severity, TaskCheck};
+use cleanroom_store::{Outcome, TrialRecord};
+use cleanroom_task::load_task;
+
+use crate::args::TasksCheckArgs;
+use crate::error::{input, internal, CliError};
+use crate::{interrupt, prepare};
+
+pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
+    let started = Instant::now();
+    let mut rows: Vec<TaskCheck> = Vec::new();
+    let mut tasks = Vec::new();
+    for dir in prepare::task_dirs(&args.dirs)? {
+        match load_task(&dir) {
+            Ok(task) => tasks.push(task),
+            Err(errors) => {
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let findings = errors
+                    .0
+                    .iter()
+                    .map(|e| cleanroom_runner::Finding { severity: Severity::Error, message: format!("schema: {e}") })
+                    .collect();
+                rows.push(TaskCheck { task: name, findings, oracle: None, repeatable: None, nop: None });
+            }
+        }
+    }
+    let backend = prepare::backend("sandbox")?;
+    let prepared = prepare::prepare(backend, &tasks, "check")?;
+    let cancel = CancelToken::new().map_err(internal)?;
+    interrupt::watch(cancel.clone());
+    let run_input = RunInput {
+        tasks: &tasks,
+        agents: &[],
+        trials: 1,
+        jobs: args.jobs.max(1),
+        retries: 0,
+        timeout_multiplier: 1.0,
+        allow_unlimited: false,
+        gate: "off".into(),
+        backend: prepared.backend.as_ref(),
+        images: &prepared.images,
+        artifacts: &prepared.artifacts,
+        cancel: cancel.clone(),
+    };
+    let checked = check_tasks(&run_input, !args.no_run, &|c| {
+        eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
+    });
+    if cancel.is_cancelled() {
+        return Err(CliError::Interrupted("(tasks check is not resumable: run it again)".into()));
+    }
+    rows.extend(checked);
+    rows.sort_by(|a, b| a.task.cmp(&b.task));
+    print!("{}", table(&rows, !args.no_run));
+    let failing = rows.iter().filter(|r| r.errors() > 0).count();
+    println!(
+        "checked {} task(s) in {:.0}s: {} ok, {} with errors",
+        rows.len(),
+        started.elapsed().as_secs_f64(),
+        rows.len() - failing,
+        failing
+    );
+    if failing > 0 {
+        return Err(input(format!("{failing} task(s) failed the check")));
+    }
+    Ok(())
+}
+
+fn trial_cell(record: &Option<TrialRecord>) -> String {
+    match record {
+        None => "-".into(),
+        Some(r) => {
+            let secs = r.timings.environment + r.timings.agent + r.timings.verify;
+            match r.outcome {
+                Outcome::Failed => format!("failed ({}) {secs:.0}s", r.class.map(|c| c.as_str()).unwrap_or("")),
+                other => format!("{} {secs:.0}s", other.as_str()),
+            }
+        }
+    }
+}
+
+fn table(rows: &[TaskCheck], ran: bool) -> String {
+    let mut lines = vec![if ran {
+        vec!["TASK".to_string(), "ORACLE".into(), "REPEAT".into(), "NOP".into(), "ERRORS".into(), "WARNINGS".into()]
+    } else {
+        vec!["TASK".to_string(), "ERRORS".into(), "WARNINGS".into()]
+    }];
+    for r in rows {
+        let warnings = r.findings.len() - r.errors();
+        let mut line = vec![escape_terminal(&r.task).into_owned()];
+        if ran {
+            let repeat = match r.repeatable {
+                Some(true) => "same",
+                Some(false) => "DIFFERS",
+                None => "-",
+            };
+            line.extend([trial_cell(&r.oracle), repeat.to_string(), trial_cell(&r.nop)]);
+        }
+        line.extend([r.errors().to_string(), warnings.to_string()]);
+        lines.push(line);
+    }
+    let widths: Vec<usize> =
+        (0..lines[0].len()).map(|i| lines.iter().map(|l| l[i].chars().count()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for line in &lines {
+        let cells: Vec<String> = line.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    let findings: Vec<String> = rows
+        .iter()
+        .flat_map(|r| {
+            r.findings.iter().map(move |f| {
+                let level = if f.severity == Severity::Error { "error" } else { "warning" };
+                format!("  {}: {level}: {}", escape_terminal(&r.task), escape_terminal(&f.message))
+            })
+        })
+        .collect();
+    if !findings.is_empty() {
+        out.push_str("\nfindings:\n");
+        out.push_str(&findings.join("\n"));
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,83 @@
+//! What every command that runs environments does first: sweep what dead
+//! runs left, make the backend, have every image the tasks name (built on
+//! first use) and stage every task's artifact on the host.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use cleanroom_env::sandbox::{sweep, SandboxBackend};
+use cleanroom_env::{image, Backend};
+use cleanroom_runner::{stage_artifacts, Staged};
+use cleanroom_task::Task;
+
+use crate::error::{input, internal, CliError};
+use crate::image_cmd::image_error;
+
+pub struct Prepared {
+    pub backend: Box<dyn Backend>,
+    /// Image name → its root file system.
+    pub images: HashMap<String, PathBuf>,
+    /// Image name → its digest, for the record.
+    pub image_digests: BTreeMap<String, String>,
+    pub artifacts: Staged,
+    staging: PathBuf,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.staging);
+    }
+}
+
+/// The backend alone, so that a host that cannot run environments is told
+/// before anything is written.
+pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
+    match name {
+        "sandbox" => Ok(Box::new(SandboxBackend::new(&image::cleanroom_home()).map_err(internal)?)),
+        other => Err(input(format!("--backend {other}: unknown backend (available: sandbox)"))),
+    }
+}
+
+/// Prepares `tasks` for `backend`; `label` names the staging directory.
+pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result<Prepared, CliError> {
+    let home = image::cleanroom_home();
+    let swept = sweep(&home).map_err(internal)?;
+    if !swept.environments.is_empty() {
+        eprintln!("cleanroom: removed {} environment(s) left by a dead run", swept.environments.len());
+    }
+    let mut images = HashMap::new();
+    let mut image_digests = BTreeMap::new();
+    for task in tasks {
+        let name = &task.spec.environment.image;
+        if !images.contains_key(name) {
+            let img = image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
+            image_digests.insert(name.clone(), img.digest.clone());
+            images.insert(name.clone(), img.root);
+        }
+    }
+    let staging = home.join("staging").join(format!("{label}-{}", std::process::id()));
+    let refs: Vec<&Task> = tasks.iter().collect();
+    let artifacts = stage_artifacts(&refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
+    Ok(Prepared { backend, images, image_digests, artifacts, staging })
+}
+
+/// The task directories that DIRS name: a directory holding task.toml is
+/// one task, otherwise each immediate subdirectory holding one is.
+pub fn task_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        if dir.join("task.toml").is_file() {
+            out.push(dir.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(dir).map_err(|e| input(format!("{}: {e}", dir.display())))?;
+        let mut found: Vec<PathBuf> =
+            entries.flatten().map(|e| e.path()).filter(|p: &PathBuf| p.join("task.toml").is_file()).collect();
+        if found.is_empty() {
+            return Err(input(format!("{}: no task.toml in it or in its subdirectories", dir.display())));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
