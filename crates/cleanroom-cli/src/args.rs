@@ -20,7 +20,7 @@ pub enum Command {
     /// Base images for environments.
     #[command(subcommand)]
     Image(ImageCommand),
-    /// Tasks: list them.
+    /// Tasks: list, vet, calibrate, create.
     #[command(subcommand)]
     Tasks(TasksCommand),
     /// Run agents on tasks in fresh environments and verify them.
