@@ -85,6 +85,46 @@ pub fn parse_requirement(req: &str) -> Option<(String, String)> {
     (name_re.is_match(name) && version_re.is_match(version)).then(|| (name.to_owned(), version.to_owned()))
 }
 
+/// A crates.io crate name: an ASCII letter, then letters, digits, `-` or
+/// `_`, at most 64 characters.
+pub(crate) fn is_crate_name(name: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$").expect("static regex")).is_match(name)
+}
+
+/// An exact semantic version as crates.io publishes them: `x.y.z`, with an
+/// optional `-pre-release` and `+build` part.
+pub(crate) fn is_crate_version(version: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(
+            r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$",
+        )
+        .expect("static regex")
+    })
+    .is_match(version)
+}
+
+/// A Debian source package name (Debian policy 5.6.1): lowercase letters,
+/// digits, `+`, `-`, `.`; at least two characters, starting alphanumeric.
+pub(crate) fn is_debian_package(name: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^[a-z0-9][a-z0-9+.-]+$").expect("static regex")).is_match(name)
+}
+
+/// A Debian version (Debian policy 5.6.12): `[epoch:]upstream[-revision]`,
+/// the upstream part starting with a digit.
+pub(crate) fn is_debian_version(version: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^([0-9]+:)?[0-9][A-Za-z0-9.+~:-]*(-[A-Za-z0-9.+~]+)?$").expect("static regex")
+    })
+    .is_match(version)
+        && !version.ends_with('-')
+        && version.matches(':').count() <= 1
+        && version.split_once(':').is_none_or(|(e, _)| e.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,6 +159,38 @@ mod tests {
         assert!(!set.is_match("data/sub/x.csv"));
         assert!(compile_glob("a/[b").is_err());
         assert!(compile_glob("/abs/**").is_err());
+    }
+
+    #[test]
+    fn crate_names_and_versions() {
+        for ok in ["itoa", "a", "serde_json", "foo-bar", "Inflector"] {
+            assert!(is_crate_name(ok), "{ok}");
+        }
+        for bad in ["", "1abc", "-a", "a b", "a/b", "a.b", &"a".repeat(65)] {
+            assert!(!is_crate_name(bad), "{bad}");
+        }
+        for ok in ["0.4.8", "1.0.0-alpha.1", "1.0.0+build.5", "10.20.30-rc1+meta"] {
+            assert!(is_crate_version(ok), "{ok}");
+        }
+        for bad in ["", "1", "1.0", "^1.0.0", "=1.0.0", "1.0.*", "01.0.0", "1.0.0 ", "v1.0.0"] {
+            assert!(!is_crate_version(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn debian_names_and_versions() {
+        for ok in ["bzip2", "sl", "libc6", "g++-12", "lib.x"] {
+            assert!(is_debian_package(ok), "{ok}");
+        }
+        for bad in ["", "a", "Bzip2", "-a", "a_b", "a/b"] {
+            assert!(!is_debian_package(bad), "{bad}");
+        }
+        for ok in ["1.0.8-5", "5.02-1", "2.6-1", "1:2.3.4-1+deb12u1", "3.03+dfsg2-8", "1.0~rc1", "2.10"] {
+            assert!(is_debian_version(ok), "{ok}");
+        }
+        for bad in ["", "a1.0", "1.0-", "1.0/2", "x:1.0", "1:2:3", "1.0 1", ":1.0"] {
+            assert!(!is_debian_version(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -123,16 +123,36 @@ pub enum ArtifactSource {
     Git { url: String, rev: String },
     /// `requirement = "name==version"`.
     PypiSdist { requirement: String },
+    /// A cleanroom addition: `crate = "name"`, `version = "x.y.z"`: the
+    /// .crate file of exactly that version on crates.io, checked against the
+    /// registry index's sha256 and, when given, `sha256` (lowercase hex).
+    Crate {
+        #[serde(rename = "crate")]
+        name: String,
+        version: String,
+        sha256: Option<String>,
+    },
+    /// A cleanroom addition: `package = "name"`, `version = "debian
+    /// version"`: a Debian source package from `mirror` (an http, https or
+    /// file url of a Debian archive) or else the host's configured Debian
+    /// mirror. `sha256`, when given, pins the .dsc file.
+    DebianSource { package: String, version: String, mirror: Option<String>, sha256: Option<String> },
 }
 
 impl ArtifactSource {
-    /// The name in task.toml: `dir`, `archive`, `git` or `pypi-sdist`.
+    /// Every `source` name, in the order messages list them.
+    pub const KINDS: [&'static str; 6] = ["dir", "archive", "git", "pypi-sdist", "crate", "debian-source"];
+
+    /// The name in task.toml: `dir`, `archive`, `git`, `pypi-sdist`,
+    /// `crate` or `debian-source`.
     pub fn kind(&self) -> &'static str {
         match self {
             ArtifactSource::Dir => "dir",
             ArtifactSource::Archive { .. } => "archive",
             ArtifactSource::Git { .. } => "git",
             ArtifactSource::PypiSdist { .. } => "pypi-sdist",
+            ArtifactSource::Crate { .. } => "crate",
+            ArtifactSource::DebianSource { .. } => "debian-source",
         }
     }
 }

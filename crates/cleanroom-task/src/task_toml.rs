@@ -6,7 +6,8 @@ use toml_edit::{ImDocument, Table};
 
 use crate::harbor;
 use crate::rules::{
-    absolute_path_problem, compile_glob, is_hex, is_valid_task_id, parse_requirement, relative_path_problem,
+    absolute_path_problem, compile_glob, is_crate_name, is_crate_version, is_debian_package,
+    is_debian_version, is_hex, is_valid_task_id, parse_requirement, relative_path_problem,
 };
 use crate::spec::{
     AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle, Paper,
@@ -28,7 +29,30 @@ const ROOT_KEYS: &[&str] = &[
 const TASK_KEYS: &[&str] =
     &["id", "title", "domain", "difficulty", "languages", "legacy", "gpu", "qemu", "tags"];
 const PAPER_KEYS: &[&str] = &["title", "venue", "year", "url"];
-const ARTIFACT_KEYS: &[&str] = &["source", "dest", "path", "url", "sha256", "rev", "requirement"];
+const ARTIFACT_KEYS: &[&str] = &[
+    "source",
+    "dest",
+    "path",
+    "url",
+    "sha256",
+    "rev",
+    "requirement",
+    // Cleanroom additions: source = "crate" and source = "debian-source".
+    "crate",
+    "version",
+    "package",
+    "mirror",
+];
+
+/// The keys of [artifact] that belong to one source kind, by kind.
+const SOURCE_KEYS: &[(&str, &[&str])] = &[
+    ("dir", &[]),
+    ("archive", &["path", "url", "sha256"]),
+    ("git", &["url", "rev"]),
+    ("pypi-sdist", &["requirement"]),
+    ("crate", &["crate", "version", "sha256"]),
+    ("debian-source", &["package", "version", "mirror", "sha256"]),
+];
 const ENVIRONMENT_KEYS: &[&str] = &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus"];
 const AGENT_KEYS: &[&str] = &["timeout_sec"];
 const EXPERIMENT_KEYS: &[&str] = &["command", "outputs"];
@@ -226,32 +250,32 @@ fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
     let kind = match r.get(tab, "source") {
         None => Some("dir".to_owned()),
         Some(_) => r.string(tab, "source").and_then(|s| {
-            if ["dir", "archive", "git", "pypi-sdist"].contains(&s.as_str()) {
+            if ArtifactSource::KINDS.contains(&s.as_str()) {
                 Some(s)
             } else {
+                let expected: Vec<String> = ArtifactSource::KINDS.iter().map(|k| format!("{k:?}")).collect();
                 r.key_err(
                     tab,
                     "source",
-                    format!("unknown source {s:?}; expected \"dir\", \"archive\", \"git\" or \"pypi-sdist\""),
+                    format!("unknown source {s:?}; expected one of {}", expected.join(", ")),
                 );
                 None
             }
         }),
     };
     let kind = kind?;
-    let own_keys: &[&str] = match kind.as_str() {
-        "archive" => &["path", "url", "sha256"],
-        "git" => &["url", "rev"],
-        "pypi-sdist" => &["requirement"],
-        _ => &[],
-    };
-    for key in ["path", "url", "sha256", "rev", "requirement"] {
-        if r.get(tab, key).is_some() && !own_keys.contains(&key) {
-            let owners = match key {
-                "path" | "sha256" => "\"archive\"",
-                "url" => "\"archive\" or \"git\"",
-                "rev" => "\"git\"",
-                _ => "\"pypi-sdist\"",
+    let own_keys = SOURCE_KEYS.iter().find(|(k, _)| *k == kind).map_or(&[][..], |(_, keys)| keys);
+    for key in &ARTIFACT_KEYS[2..] {
+        if r.get(tab, key).is_some() && !own_keys.contains(key) {
+            let owners: Vec<String> = SOURCE_KEYS
+                .iter()
+                .filter(|(_, keys)| keys.contains(key))
+                .map(|(k, _)| format!("{k:?}"))
+                .collect();
+            let owners = match owners.as_slice() {
+                [one] => one.clone(),
+                [init @ .., last] => format!("{} or {last}", init.join(", ")),
+                [] => "no source".to_owned(),
             };
             r.key_err(
                 tab,
@@ -292,6 +316,8 @@ fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
             });
             Some(ArtifactSource::Git { url: url?, rev: rev? })
         }
+        "crate" => crate_source(r, tab),
+        "debian-source" => debian_source(r, tab),
         _ => {
             let req = r.required_string(
                 tab,
@@ -312,19 +338,111 @@ fn artifact(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Artifact> {
     Some(Artifact { source: source?, dest: dest? })
 }
 
+/// The optional `sha256` of [artifact]: `Some(None)` when absent, `None`
+/// when it is there but wrong (recorded).
+fn optional_sha256(r: &mut Reader, tab: &Tab<'_>) -> Option<Option<String>> {
+    match r.string(tab, "sha256") {
+        Some(s) if is_hex(&s, 64) => Some(Some(s.to_ascii_lowercase())),
+        Some(s) => {
+            r.key_err(tab, "sha256", format!("{s:?} is not a sha256 digest; expected 64 hexadecimal digits"));
+            None
+        }
+        None if r.get(tab, "sha256").is_some() => None,
+        None => Some(None),
+    }
+}
+
+/// A required string that must satisfy `valid`; `expected` says what a
+/// valid one looks like.
+fn required_matching(
+    r: &mut Reader,
+    tab: &Tab<'_>,
+    key: &str,
+    missing: &str,
+    valid: fn(&str) -> bool,
+    expected: &str,
+) -> Option<String> {
+    let v = r.required_string(tab, key, missing)?;
+    if valid(&v) {
+        Some(v)
+    } else {
+        r.key_err(tab, key, format!("{v:?} is not {expected}"));
+        None
+    }
+}
+
+/// `source = "crate"` (a cleanroom addition).
+fn crate_source(r: &mut Reader, tab: &Tab<'_>) -> Option<ArtifactSource> {
+    let name = required_matching(
+        r,
+        tab,
+        "crate",
+        "source = \"crate\" needs `crate = \"name\"`, the crate's name on crates.io",
+        is_crate_name,
+        "a crate name; expected an ascii letter, then letters, digits, `-` or `_` (at most 64)",
+    );
+    let version = required_matching(
+        r,
+        tab,
+        "version",
+        "source = \"crate\" needs `version = \"x.y.z\"`, one exact published version",
+        is_crate_version,
+        "an exact version; expected \"x.y.z\" (optionally with -pre-release or +build), no requirement operators",
+    );
+    let sha256 = optional_sha256(r, tab);
+    Some(ArtifactSource::Crate { name: name?, version: version?, sha256: sha256? })
+}
+
+/// `source = "debian-source"` (a cleanroom addition).
+fn debian_source(r: &mut Reader, tab: &Tab<'_>) -> Option<ArtifactSource> {
+    let package = required_matching(
+        r,
+        tab,
+        "package",
+        "source = \"debian-source\" needs `package = \"name\"`, a Debian source package name",
+        is_debian_package,
+        "a Debian source package name; expected lowercase letters, digits, `+`, `-` and `.`, at least two characters",
+    );
+    let version = required_matching(
+        r,
+        tab,
+        "version",
+        "source = \"debian-source\" needs `version`, the exact Debian version such as \"1.0.8-5\"",
+        is_debian_version,
+        "a Debian version; expected [epoch:]upstream[-revision] such as \"1.0.8-5\"",
+    );
+    let mirror = match r.get(tab, "mirror") {
+        None => Some(None),
+        Some(_) => r.string(tab, "mirror").and_then(|m| {
+            let ok = ["https://", "http://", "file://"]
+                .iter()
+                .any(|p| m.strip_prefix(p).is_some_and(|rest| !rest.trim_matches('/').is_empty()))
+                && !m.contains(char::is_whitespace);
+            if ok {
+                Some(Some(m.trim_end_matches('/').to_owned()))
+            } else {
+                r.key_err(
+                    tab,
+                    "mirror",
+                    format!("{m:?} is not an http, https or file url of a Debian archive such as \"http://deb.debian.org/debian\""),
+                );
+                None
+            }
+        }),
+    };
+    let sha256 = optional_sha256(r, tab);
+    Some(ArtifactSource::DebianSource {
+        package: package?,
+        version: version?,
+        mirror: mirror?,
+        sha256: sha256?,
+    })
+}
+
 fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactSource> {
     let path = r.string(tab, "path");
     let url = r.string(tab, "url");
-    let sha256 = r.string(tab, "sha256");
-    let sha256 = match sha256 {
-        Some(s) if is_hex(&s, 64) => Some(s.to_ascii_lowercase()),
-        Some(s) => {
-            r.key_err(tab, "sha256", format!("{s:?} is not a sha256 digest; expected 64 hexadecimal digits"));
-            return None;
-        }
-        None if r.get(tab, "sha256").is_some() => return None,
-        None => None,
-    };
+    let sha256 = optional_sha256(r, tab)?;
     match (&path, &url) {
         (Some(_), Some(_)) => {
             r.key_err(tab, "url", "give either `path` (inside the task) or `url`, not both");

@@ -154,6 +154,12 @@ fn bz2(bytes: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+fn xz(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    lzma_rs::xz_compress(&mut &bytes[..], &mut out).unwrap();
+    out
+}
+
 fn package_entries() -> Vec<Entry> {
     vec![
         dir(b"pkg-1.0/"),
@@ -185,11 +191,13 @@ fn archive_task(tmp: &Path, name: &str, file_name: &str, bytes: &[u8], sha: Opti
 }
 
 #[test]
-fn archive_path_tar_gz_bz2_and_plain_tar() {
+fn archive_path_tar_gz_bz2_xz_and_plain_tar() {
     let tmp = tempfile::tempdir().unwrap();
     let tar = tar_bytes(&package_entries());
     for (i, (file_name, bytes)) in
-        [("a.tar.gz", gz(&tar)), ("a.tar.bz2", bz2(&tar)), ("a.tar", tar.clone())].into_iter().enumerate()
+        [("a.tar.gz", gz(&tar)), ("a.tar.bz2", bz2(&tar)), ("a.tar.xz", xz(&tar)), ("a.tar", tar.clone())]
+            .into_iter()
+            .enumerate()
     {
         let task = archive_task(tmp.path(), &format!("t{i}"), file_name, &bytes, None);
         let out = tmp.path().join(format!("out{i}"));
@@ -334,9 +342,13 @@ fn unsafe_tar_entries_are_refused() {
 #[test]
 fn unsupported_and_corrupt_archives() {
     let tmp = tempfile::tempdir().unwrap();
-    let task = archive_task(tmp.path(), "xz", "a.tar.xz", b"\xfd7zXZ\0rest", None);
+    let task = archive_task(tmp.path(), "zst", "a.tar.zst", b"\x28\xb5\x2f\xfdrest", None);
     let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o1")).unwrap_err();
-    assert!(err.to_string().contains("xz-compressed archives are not supported"), "{err}");
+    assert!(err.to_string().contains("zstd-compressed archives are not supported"), "{err}");
+    let task = archive_task(tmp.path(), "xz", "a.tar.xz", b"\xfd7zXZ\0rest", None);
+    let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o1b")).unwrap_err();
+    assert!(matches!(err, FetchError::Archive { .. }), "{err}");
+    assert!(err.to_string().contains("xz"), "{err}");
     let task = archive_task(tmp.path(), "junk", "a.bin", b"hello world", None);
     let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o2")).unwrap_err();
     assert!(err.to_string().contains("not a recognized archive"), "{err}");
@@ -345,6 +357,23 @@ fn unsupported_and_corrupt_archives() {
     let task = archive_task(tmp.path(), "cut", "a.tar.gz", &bytes, None);
     let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o3")).unwrap_err();
     assert!(matches!(err, FetchError::Archive { .. } | FetchError::Io { .. }), "{err}");
+    // A cut xz stream is an error, not a shorter tree.
+    let mut bytes = xz(&tar_bytes(&package_entries()));
+    bytes.truncate(bytes.len() / 2);
+    let task = archive_task(tmp.path(), "cutxz", "a.tar.xz", &bytes, None);
+    let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o4")).unwrap_err();
+    assert!(matches!(err, FetchError::Archive { .. } | FetchError::Io { .. }), "{err}");
+    // A corrupt xz stream of full length too.
+    let mut bytes = xz(&tar_bytes(&package_entries()));
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    bytes[mid + 1] ^= 0xff;
+    let task = archive_task(tmp.path(), "badxz", "a.tar.xz", &bytes, None);
+    let err = materialize_artifact(&task, tmp.path(), &tmp.path().join("o5")).unwrap_err();
+    assert!(
+        matches!(err, FetchError::Archive { .. } | FetchError::Io { .. } | FetchError::Unsafe { .. }),
+        "{err}"
+    );
 }
 
 // ---- git ----

@@ -140,6 +140,32 @@ fn other_sources_parse() {
             format!("{BASE}[artifact]\nsource = \"pypi-sdist\"\nrequirement = \"six==1.10.0\"\n"),
             ArtifactSource::PypiSdist { requirement: "six==1.10.0".into() },
         ),
+        (
+            format!("{BASE}[artifact]\nsource = \"crate\"\ncrate = \"itoa\"\nversion = \"0.4.8\"\n"),
+            ArtifactSource::Crate { name: "itoa".into(), version: "0.4.8".into(), sha256: None },
+        ),
+        (
+            format!(
+                "{BASE}[artifact]\nsource = \"crate\"\ncrate = \"serde_json\"\nversion = \"1.0.0-rc.1\"\nsha256 = \"{}\"\n",
+                sha.to_uppercase()
+            ),
+            ArtifactSource::Crate { name: "serde_json".into(), version: "1.0.0-rc.1".into(), sha256: Some(sha.clone()) },
+        ),
+        (
+            format!("{BASE}[artifact]\nsource = \"debian-source\"\npackage = \"bzip2\"\nversion = \"1.0.8-5\"\n"),
+            ArtifactSource::DebianSource { package: "bzip2".into(), version: "1.0.8-5".into(), mirror: None, sha256: None },
+        ),
+        (
+            format!(
+                "{BASE}[artifact]\nsource = \"debian-source\"\npackage = \"libpng1.6\"\nversion = \"1:1.6.39-2\"\nmirror = \"https://deb.example.org/debian/\"\nsha256 = \"{sha}\"\n"
+            ),
+            ArtifactSource::DebianSource {
+                package: "libpng1.6".into(),
+                version: "1:1.6.39-2".into(),
+                mirror: Some("https://deb.example.org/debian".into()),
+                sha256: Some(sha.clone()),
+            },
+        ),
     ];
     for (i, (toml, expected)) in cases.into_iter().enumerate() {
         let dir = write_task(tmp.path(), &format!("s{i}"), &toml, CHECK);
@@ -302,6 +328,102 @@ fn artifact_errors() {
     fs::remove_dir_all(dir.join("artifact")).unwrap();
     let err = load_task(&dir).unwrap_err().to_string();
     assert!(err.contains("t1/task.toml:1: artifact.source: source = \"dir\""), "{err}");
+}
+
+#[test]
+fn crate_and_debian_source_errors() {
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"svn\"\n"), CHECK);
+    assert_error(&e, "task.toml", 8, "artifact.source", "\"crate\", \"debian-source\"");
+
+    // crate
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"crate\"\n"), CHECK);
+    assert_error(
+        &e,
+        "task.toml",
+        7,
+        "artifact.crate",
+        "missing; source = \"crate\" needs `crate = \"name\"`",
+    );
+    assert_error(&e, "task.toml", 7, "artifact.version", "missing");
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"crate\"\ncrate = 5\nversion = \"1.0.0\"\n"), CHECK);
+    assert_error(&e, "task.toml", 9, "artifact.crate", "expected a string, found the integer 5");
+    let e = errors(
+        &format!("{BASE}[artifact]\nsource = \"crate\"\ncrate = \"1bad\"\nversion = \"^1.0\"\n"),
+        CHECK,
+    );
+    assert_error(&e, "task.toml", 9, "artifact.crate", "is not a crate name");
+    assert_error(&e, "task.toml", 10, "artifact.version", "is not an exact version");
+    let e = errors(
+        &format!("{BASE}[artifact]\nsource = \"crate\"\ncrate = \"itoa\"\nversion = \"0.4.8\"\nsha256 = \"xyz\"\nyanked_ok = true\n"),
+        CHECK,
+    );
+    assert_error(&e, "task.toml", 11, "artifact.sha256", "64 hexadecimal digits");
+    assert_error(&e, "task.toml", 12, "artifact.yanked_ok", "unknown key in [artifact]");
+    let e = errors(
+        &format!("{BASE}[artifact]\nsource = \"crate\"\ncrate = \"itoa\"\nversion = \"0.4.8\"\npackage = \"x\"\nmirror = \"http://m/debian\"\n"),
+        CHECK,
+    );
+    assert_error(
+        &e,
+        "task.toml",
+        11,
+        "artifact.package",
+        "applies to source = \"debian-source\", but this artifact's source is \"crate\"",
+    );
+    assert_error(&e, "task.toml", 12, "artifact.mirror", "applies to source = \"debian-source\"");
+    let rev = "a".repeat(40);
+    let e = errors(
+        &format!("{BASE}[artifact]\nsource = \"git\"\nurl = \"https://x/r.git\"\nrev = \"{rev}\"\nversion = \"1\"\nsha256 = \"{}\"\ncrate = \"c\"\n", "b".repeat(64)),
+        CHECK,
+    );
+    assert_error(
+        &e,
+        "task.toml",
+        11,
+        "artifact.version",
+        "applies to source = \"crate\" or \"debian-source\"",
+    );
+    assert_error(
+        &e,
+        "task.toml",
+        12,
+        "artifact.sha256",
+        "applies to source = \"archive\", \"crate\" or \"debian-source\"",
+    );
+    assert_error(&e, "task.toml", 13, "artifact.crate", "applies to source = \"crate\", but");
+
+    // debian-source
+    let e = errors(&format!("{BASE}[artifact]\nsource = \"debian-source\"\n"), CHECK);
+    assert_error(
+        &e,
+        "task.toml",
+        7,
+        "artifact.package",
+        "missing; source = \"debian-source\" needs `package",
+    );
+    assert_error(
+        &e,
+        "task.toml",
+        7,
+        "artifact.version",
+        "missing; source = \"debian-source\" needs `version`",
+    );
+    let e = errors(
+        &format!("{BASE}[artifact]\nsource = \"debian-source\"\npackage = \"Bzip2\"\nversion = \"latest\"\nmirror = \"ftp://m/debian\"\nrequirement = \"a==1\"\n"),
+        CHECK,
+    );
+    assert_error(&e, "task.toml", 9, "artifact.package", "is not a Debian source package name");
+    assert_error(&e, "task.toml", 10, "artifact.version", "is not a Debian version");
+    assert_error(&e, "task.toml", 11, "artifact.mirror", "not an http, https or file url");
+    assert_error(&e, "task.toml", 12, "artifact.requirement", "applies to source = \"pypi-sdist\"");
+    let e = errors(
+        &format!(
+            "{BASE}[artifact]\nsource = \"debian-source\"\npackage = \"sl\"\nversion = 5\nmirror = true\n"
+        ),
+        CHECK,
+    );
+    assert_error(&e, "task.toml", 10, "artifact.version", "expected a string, found the integer 5");
+    assert_error(&e, "task.toml", 11, "artifact.mirror", "expected a string, found the boolean true");
 }
 
 #[test]

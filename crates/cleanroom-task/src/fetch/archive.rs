@@ -1,8 +1,10 @@
-//! Unpacking archives: tar, tar.gz (tgz), tar.bz2 and zip (stored or
-//! deflate entries). xz, zstd and other zip compressions are refused with a
-//! message. The format is told by the file's first bytes, not its name.
+//! Unpacking archives: tar, tar.gz (tgz), tar.bz2, tar.xz and zip (stored
+//! or deflate entries). zstd, lzma and other zip compressions are refused
+//! with a message. The format is told by the file's first bytes, not its
+//! name. xz is decoded by `lzma-rs` (pure Rust) on a thread of its own.
 //!
-//! Entries that share one top-level directory are unpacked without it.
+//! Entries that share one top-level directory are unpacked without it
+//! (unless a `Placement` says otherwise).
 //! Absolute names, `..`, links pointing outside, and entries below a link
 //! are refused (see `tree.rs`). Fifos and devices are skipped.
 
@@ -21,7 +23,20 @@ enum Format {
     Tar,
     TarGz,
     TarBz2,
+    TarXz,
     Zip,
+}
+
+/// Where an archive's entries land in `out`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Placement {
+    /// Keep a top-level directory that every entry shares (by default it is
+    /// stripped).
+    pub keep_top: bool,
+    /// Put every entry under this directory of `out`.
+    pub prefix: Vec<OsString>,
+    /// Every entry must lie under this top-level directory.
+    pub require_top: Option<&'static str>,
 }
 
 fn detect(path: &Path, origin: &str) -> Result<Format, FetchError> {
@@ -31,7 +46,7 @@ fn detect(path: &Path, origin: &str) -> Result<Format, FetchError> {
         .map_err(FetchError::io(path, "cannot read"))?;
     let fail = |what: &str| FetchError::Archive {
         origin: origin.to_owned(),
-        message: format!("{what}; supported formats: tar, tar.gz, tar.bz2, zip"),
+        message: format!("{what}; supported formats: tar, tar.gz, tar.bz2, tar.xz, zip"),
     };
     if head.starts_with(&[0x1f, 0x8b]) {
         Ok(Format::TarGz)
@@ -40,11 +55,13 @@ fn detect(path: &Path, origin: &str) -> Result<Format, FetchError> {
     } else if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
         Ok(Format::Zip)
     } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        Err(fail("xz-compressed archives are not supported"))
+        Ok(Format::TarXz)
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         Err(fail("zstd-compressed archives are not supported"))
     } else if head.get(257..262) == Some(b"ustar") || origin.ends_with(".tar") {
         Ok(Format::Tar)
+    } else if head.starts_with(&[0x5d, 0, 0]) {
+        Err(fail("lzma-compressed (not xz) archives are not supported"))
     } else {
         Err(fail("not a recognized archive"))
     }
@@ -53,9 +70,20 @@ fn detect(path: &Path, origin: &str) -> Result<Format, FetchError> {
 /// Unpacks the archive at `path` into `out`. `origin` names it in errors
 /// (a url or a file name).
 pub(crate) fn unpack(path: &Path, origin: &str, out: &Path) -> Result<(), FetchError> {
+    unpack_with(path, origin, out, &Placement::default())
+}
+
+/// Unpacks the archive at `path` into `out` (which may already hold files:
+/// entries are laid over them) as `placement` says.
+pub(crate) fn unpack_with(
+    path: &Path,
+    origin: &str,
+    out: &Path,
+    placement: &Placement,
+) -> Result<(), FetchError> {
     match detect(path, origin)? {
-        Format::Zip => unpack_zip(path, origin, out),
-        f => unpack_tar(path, f, origin, out),
+        Format::Zip => unpack_zip(path, origin, out, placement),
+        f => unpack_tar(path, f, origin, out, placement),
     }
 }
 
@@ -87,14 +115,32 @@ fn common_top(listing: &Listing) -> bool {
     listing.iter().all(|(comps, is_dir)| &comps[0] == top && (comps.len() > 1 || *is_dir))
 }
 
-/// The entry's place after stripping the common top; None for the top
-/// itself.
-fn place(comps: Vec<OsString>, strip: bool) -> Option<Vec<OsString>> {
-    if strip {
-        (comps.len() > 1).then(|| comps[1..].to_vec())
-    } else {
-        Some(comps)
+/// Whether to strip the common top, after checking `require_top`.
+fn decide_strip(listing: &Listing, placement: &Placement, origin: &str) -> Result<bool, FetchError> {
+    if let Some(top) = placement.require_top {
+        if let Some((comps, _)) = listing.iter().find(|(comps, _)| comps[0] != top) {
+            let names: Vec<String> = comps.iter().map(|c| c.to_string_lossy().into_owned()).collect();
+            return Err(FetchError::Archive {
+                origin: origin.to_owned(),
+                message: format!("{}: every entry must lie under {top}/", names.join("/")),
+            });
+        }
     }
+    Ok(!placement.keep_top && common_top(listing))
+}
+
+/// The entry's place after stripping the common top and adding the
+/// prefix; None for the top itself.
+fn place(comps: Vec<OsString>, strip: bool, prefix: &[OsString]) -> Option<Vec<OsString>> {
+    let rest = if strip {
+        if comps.len() <= 1 {
+            return None;
+        }
+        &comps[1..]
+    } else {
+        &comps[..]
+    };
+    Some(prefix.iter().chain(rest).cloned().collect())
 }
 
 fn tar_reader(path: &Path, format: Format) -> Result<Box<dyn Read>, FetchError> {
@@ -102,8 +148,60 @@ fn tar_reader(path: &Path, format: Format) -> Result<Box<dyn Read>, FetchError> 
     Ok(match format {
         Format::TarGz => Box::new(flate2::read::MultiGzDecoder::new(f)),
         Format::TarBz2 => Box::new(bzip2::read::MultiBzDecoder::new(f)),
+        Format::TarXz => {
+            Box::new(XzReader::new(f).map_err(FetchError::io(path, "cannot start the xz decoder"))?)
+        }
         _ => Box::new(f),
     })
+}
+
+/// An xz stream as a reader: `lzma-rs` decodes into a writer, so it runs
+/// on a thread that writes into a pipe. A decoding error shows at the end
+/// of the stream; dropping the reader early ends the thread (its next
+/// write fails).
+struct XzReader {
+    pipe: Option<io::PipeReader>,
+    decoder: Option<std::thread::JoinHandle<Result<(), String>>>,
+}
+
+impl XzReader {
+    fn new(mut input: BufReader<File>) -> io::Result<XzReader> {
+        let (pipe, writer) = io::pipe()?;
+        let decoder = std::thread::Builder::new().name("xz-decoder".to_owned()).spawn(move || {
+            let mut out = io::BufWriter::with_capacity(1 << 16, writer);
+            lzma_rs::xz_decompress(&mut input, &mut out).map_err(|e| e.to_string())?;
+            io::Write::flush(&mut out).map_err(|e| e.to_string())
+        })?;
+        Ok(XzReader { pipe: Some(pipe), decoder: Some(decoder) })
+    }
+}
+
+impl Read for XzReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = match self.pipe.as_mut() {
+            Some(p) => p.read(buf)?,
+            None => 0,
+        };
+        if n == 0 && !buf.is_empty() {
+            if let Some(decoder) = self.decoder.take() {
+                match decoder.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("xz: {e}"))),
+                    Err(_) => return Err(io::Error::other("xz: the decoder failed")),
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for XzReader {
+    fn drop(&mut self) {
+        self.pipe.take();
+        if let Some(decoder) = self.decoder.take() {
+            let _ = decoder.join();
+        }
+    }
 }
 
 fn is_skipped(t: tar::EntryType) -> bool {
@@ -116,7 +214,13 @@ fn is_skipped(t: tar::EntryType) -> bool {
         || t.is_fifo()
 }
 
-fn unpack_tar(path: &Path, format: Format, origin: &str, out: &Path) -> Result<(), FetchError> {
+fn unpack_tar(
+    path: &Path,
+    format: Format,
+    origin: &str,
+    out: &Path,
+    placement: &Placement,
+) -> Result<(), FetchError> {
     let rerr = archive_err(origin);
 
     // Pass 1: names only, to find a common top-level directory.
@@ -135,7 +239,7 @@ fn unpack_tar(path: &Path, format: Format, origin: &str, out: &Path) -> Result<(
             Err(reason) => return Err(unsafe_name(origin, &name, reason)),
         }
     }
-    let strip = common_top(&listing);
+    let strip = decide_strip(&listing, placement, origin)?;
 
     // Pass 2: write.
     let mut w = TreeWriter::fetched(out, origin);
@@ -151,7 +255,7 @@ fn unpack_tar(path: &Path, format: Format, origin: &str, out: &Path) -> Result<(
         let Some(comps) = normalize(&name).map_err(|r| unsafe_name(origin, &name, r))? else {
             continue;
         };
-        let Some(rel) = place(comps, strip) else {
+        let Some(rel) = place(comps, strip, &placement.prefix) else {
             continue;
         };
         let mode = h.mode().unwrap_or(0o644);
@@ -165,7 +269,7 @@ fn unpack_tar(path: &Path, format: Format, origin: &str, out: &Path) -> Result<(
             let target = entry.link_name_bytes().map(|c| c.into_owned()).unwrap_or_default();
             let tcomps = normalize(&target)
                 .map_err(|r| unsafe_name(origin, &name, r))?
-                .and_then(|c| place(c, strip))
+                .and_then(|c| place(c, strip, &placement.prefix))
                 .ok_or_else(|| unsafe_name(origin, &name, "hard link to the root"))?;
             w.hardlink(&rel, &tcomps)?;
         } else if t.is_file() || t.is_contiguous() {
@@ -181,7 +285,7 @@ fn unpack_tar(path: &Path, format: Format, origin: &str, out: &Path) -> Result<(
     w.finish()
 }
 
-fn unpack_zip(path: &Path, origin: &str, out: &Path) -> Result<(), FetchError> {
+fn unpack_zip(path: &Path, origin: &str, out: &Path, placement: &Placement) -> Result<(), FetchError> {
     let zerr = |e: zip::result::ZipError| FetchError::Archive {
         origin: origin.to_owned(),
         message: format!("cannot read the zip archive: {e}"),
@@ -198,7 +302,7 @@ fn unpack_zip(path: &Path, origin: &str, out: &Path) -> Result<(), FetchError> {
             Err(reason) => return Err(unsafe_name(origin, e.name_raw(), reason)),
         }
     }
-    let strip = common_top(&listing);
+    let strip = decide_strip(&listing, placement, origin)?;
 
     let mut w = TreeWriter::fetched(out, origin);
     for i in 0..ar.len() {
@@ -210,7 +314,7 @@ fn unpack_zip(path: &Path, origin: &str, out: &Path) -> Result<(), FetchError> {
         let Some(comps) = normalize(&name).map_err(|r| unsafe_name(origin, &name, r))? else {
             continue;
         };
-        let Some(rel) = place(comps, strip) else {
+        let Some(rel) = place(comps, strip, &placement.prefix) else {
             continue;
         };
         let mtime = e.last_modified().map(zip_time);

@@ -26,6 +26,10 @@ pub enum FetchError {
     Unsafe { origin: String, entry: String, reason: String },
     #[error("pypi {requirement}: {message}")]
     Pypi { requirement: String, message: String },
+    #[error("crate {name} {version}: {message}")]
+    Crate { name: String, version: String, message: String },
+    #[error("debian-source {package} {version}: {message}")]
+    Debian { package: String, version: String, message: String },
     /// The task does not describe a fetchable artifact (it did not pass
     /// validation).
     #[error("{task}: {message}")]

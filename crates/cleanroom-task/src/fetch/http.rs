@@ -59,15 +59,41 @@ impl Http {
         }
     }
 
-    /// A JSON document, or None when the server answers 404.
-    pub fn get_json(&self, url: &str) -> Result<Option<serde_json::Value>, FetchError> {
+    /// A small document (an index answer, a .dsc) in memory, or None when
+    /// the server answers 404 (for a `file://` url: when the file does not
+    /// exist). More than `limit` bytes is an error.
+    pub fn get_bytes(&self, url: &str, limit: u64) -> Result<Option<Vec<u8>>, FetchError> {
+        let too_big = || FetchError::Http {
+            url: url.to_owned(),
+            message: format!("the answer is larger than {limit} bytes"),
+        };
+        let mut body = Vec::new();
+        if let Some(path) = url.strip_prefix("file://") {
+            let f = match File::open(path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(FetchError::io(path, "cannot open")(e)),
+            };
+            f.take(limit + 1).read_to_end(&mut body).map_err(FetchError::io(path, "cannot read"))?;
+            if body.len() as u64 > limit {
+                return Err(too_big());
+            }
+            return Ok(Some(body));
+        }
         let Some(mut resp) = self.get(url)? else {
             return Ok(None);
         };
-        let mut body = Vec::new();
-        resp.body_mut().with_config().limit(JSON_LIMIT).reader().read_to_end(&mut body).map_err(|e| {
+        resp.body_mut().with_config().limit(limit).reader().read_to_end(&mut body).map_err(|e| {
             FetchError::Http { url: url.to_owned(), message: format!("cannot read the answer: {e}") }
         })?;
+        Ok(Some(body))
+    }
+
+    /// A JSON document, or None when the server answers 404.
+    pub fn get_json(&self, url: &str) -> Result<Option<serde_json::Value>, FetchError> {
+        let Some(body) = self.get_bytes(url, JSON_LIMIT)? else {
+            return Ok(None);
+        };
         serde_json::from_slice(&body).map(Some).map_err(|e| FetchError::Http {
             url: url.to_owned(),
             message: format!("the answer is not json: {e}"),

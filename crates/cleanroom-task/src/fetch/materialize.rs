@@ -1,6 +1,7 @@
 //! Materializing a task's artifact into a host directory.
 //!
 //! `out_dir` receives the artifact tree, then overlay/ on top. Downloads
+//! (archives, sdists, .crate files, Debian source files and .dsc files)
 //! are cached in `cache_dir` by content (`downloads/sha256-<hex>`) and git
 //! commits in bare repositories (`git/<hash of url>.git`), so the tenth
 //! trial of a task fetches nothing. Every cached download is checked
@@ -16,19 +17,22 @@ use sha2::{Digest, Sha256};
 use super::error::FetchError;
 use super::http::Http;
 use super::tree::{copy_tree, hex, sha256_file, TreeWriter};
-use super::{archive, git, pypi};
+use super::{archive, crates, debian, git, pypi};
 use crate::load::Task;
 use crate::spec::ArtifactSource;
 
 /// What was fetched, recorded with every run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactRecord {
-    /// `dir`, `archive`, `git` or `pypi-sdist`.
+    /// `dir`, `archive`, `git`, `pypi-sdist`, `crate` or `debian-source`.
     pub kind: String,
-    /// The directory, archive path, or url fetched.
+    /// The directory, archive path, or url fetched (for `debian-source`,
+    /// the url of the .dsc).
     pub location: String,
-    /// The archive's sha256; for `dir`, the sha256 of a canonical listing of
-    /// the tree (kinds, modes, paths, content digests, link targets).
+    /// The archive's sha256 (for `crate`, the .crate file's; for
+    /// `debian-source`, the .dsc's, whose digests fix every other file);
+    /// for `dir`, the sha256 of a canonical listing of the tree (kinds,
+    /// modes, paths, content digests, link targets).
     pub sha256: Option<String>,
     /// The git commit id.
     pub revision: Option<String>,
@@ -40,11 +44,25 @@ pub struct FetchOptions {
     pub pypi_url: String,
     /// The longest one download may take.
     pub http_timeout: Duration,
+    /// The crates.io sparse index (`source = "crate"`).
+    pub crates_index_url: String,
+    /// Where .crate files are downloaded from:
+    /// `<crates_download_url>/<name>/<name>-<version>.crate`.
+    pub crates_download_url: String,
+    /// The host's apt configuration directory, read for its Debian mirror
+    /// when a `debian-source` artifact names no `mirror`.
+    pub apt_dir: PathBuf,
 }
 
 impl Default for FetchOptions {
     fn default() -> Self {
-        FetchOptions { pypi_url: "https://pypi.org/pypi".to_owned(), http_timeout: Duration::from_secs(3600) }
+        FetchOptions {
+            pypi_url: "https://pypi.org/pypi".to_owned(),
+            http_timeout: Duration::from_secs(3600),
+            crates_index_url: "https://index.crates.io".to_owned(),
+            crates_download_url: "https://static.crates.io/crates".to_owned(),
+            apt_dir: PathBuf::from("/etc/apt"),
+        }
     }
 }
 
@@ -136,6 +154,33 @@ pub fn materialize_artifact_with(
                 revision: None,
             }
         }
+        ArtifactSource::Crate { name, version, sha256 } => {
+            let file = crates::fetch(cache_dir, opts, name, version, sha256.as_deref())?;
+            archive::unpack(&file.path, &file.url, out_dir)?;
+            ArtifactRecord {
+                kind: "crate".to_owned(),
+                location: file.url,
+                sha256: Some(file.sha256),
+                revision: None,
+            }
+        }
+        ArtifactSource::DebianSource { package, version, mirror, sha256 } => {
+            let fetched = debian::fetch(
+                cache_dir,
+                opts,
+                package,
+                version,
+                mirror.as_deref(),
+                sha256.as_deref(),
+                out_dir,
+            )?;
+            ArtifactRecord {
+                kind: "debian-source".to_owned(),
+                location: fetched.dsc_url,
+                sha256: Some(fetched.dsc_sha256),
+                revision: None,
+            }
+        }
     };
     if let Some(overlay) = task.overlay_dir() {
         let mut w = TreeWriter::trusted(out_dir, &overlay.display().to_string());
@@ -174,7 +219,7 @@ fn cached_download(
     cached_download_with(&http, cache_dir, url, sha256)
 }
 
-fn cached_download_with(
+pub(crate) fn cached_download_with(
     http: &Http,
     cache_dir: &Path,
     url: &str,
@@ -187,13 +232,13 @@ fn cached_download_with(
     Ok(path)
 }
 
-fn cache_path(cache_dir: &Path, sha256: &str) -> PathBuf {
+pub(crate) fn cache_path(cache_dir: &Path, sha256: &str) -> PathBuf {
     cache_dir.join("downloads").join(format!("sha256-{}", sha256.to_ascii_lowercase()))
 }
 
 /// A cached file is used only when its bytes still match; a damaged one is
 /// removed and fetched again.
-fn cache_hit(path: &Path, sha256: &str) -> bool {
+pub(crate) fn cache_hit(path: &Path, sha256: &str) -> bool {
     match sha256_file(path) {
         Ok(actual) if actual.eq_ignore_ascii_case(sha256) => true,
         Ok(_) => {
