@@ -27,7 +27,6 @@
 
 mod bootstrap;
 mod digest;
-mod sources;
 
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -272,12 +271,12 @@ fn images_dir(home: &Path) -> Result<PathBuf, EnvError> {
 
 /// The mirror (given, else the host's) and the host's security archive.
 fn plan(spec: &'static ImageSpec, mirror: Option<&str>, host: &Host) -> Result<bootstrap::Plan, EnvError> {
-    let entries = sources::host_sources(&host.apt_dir);
+    let entries = cleanroom_apt::host_sources(&host.apt_dir);
     let mirror = match mirror {
-        Some(given) => sources::normalize_http_uri(given).ok_or_else(|| {
+        Some(given) => cleanroom_apt::normalize_http_uri(given).ok_or_else(|| {
             EnvError::Image(format!("--mirror {given:?} is not an http:// or https:// URL"))
         })?,
-        None => sources::pick_mirror(&entries, spec.suite).ok_or_else(|| {
+        None => cleanroom_apt::pick_mirror(&entries, spec.suite).ok_or_else(|| {
             EnvError::Image(format!(
                 "no Debian mirror is configured in {0}/sources.list or {0}/sources.list.d/ \
                  (a `deb` source over http(s) whose path ends in /debian): pass --mirror URL",
@@ -285,7 +284,7 @@ fn plan(spec: &'static ImageSpec, mirror: Option<&str>, host: &Host) -> Result<b
             ))
         })?,
     };
-    let security = sources::pick_security(&entries, spec.suite);
+    let security = cleanroom_apt::pick_security(&entries, spec.suite);
     Ok(bootstrap::Plan { spec, mirror, security })
 }
 

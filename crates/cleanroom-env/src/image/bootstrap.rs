@@ -290,7 +290,7 @@ mod tests {
         write_apt_sources(&root, &plan).unwrap();
         assert!(!root.join("etc/apt/sources.list").exists());
         let text = std::fs::read_to_string(root.join("etc/apt/sources.list.d/debian.sources")).unwrap();
-        let entries = super::super::sources::parse_deb822(&text);
+        let entries = cleanroom_apt::parse_deb822(&text);
         assert_eq!(entries.len(), 2, "{text}");
         assert_eq!(entries[0].uris, ["http://m.example/debian"]);
         assert_eq!(entries[0].suites, ["bookworm", "bookworm-updates"]);

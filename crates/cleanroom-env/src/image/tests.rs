@@ -255,7 +255,7 @@ fn real_image_build_with_debootstrap() {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let host = Host::system();
-    let mirror = sources::pick_mirror(&sources::host_sources(&host.apt_dir), "bookworm");
+    let mirror = cleanroom_apt::pick_mirror(&cleanroom_apt::host_sources(&host.apt_dir), "bookworm");
     if !root || !Path::new("/usr/sbin/debootstrap").exists() || mirror.is_none() {
         eprintln!("skipping: needs root, /usr/sbin/debootstrap and a configured Debian mirror");
         return;

@@ -320,7 +320,7 @@ pub(crate) fn fetch(
 ) -> Result<Fetched, FetchError> {
     let mirror = match mirror {
         Some(m) => m.trim_end_matches('/').to_owned(),
-        None => super::apt::host_debian_mirror(&opts.apt_dir).ok_or_else(|| FetchError::Debian {
+        None => cleanroom_apt::pick_mirror(&cleanroom_apt::host_sources(&opts.apt_dir), "").ok_or_else(|| FetchError::Debian {
             package: package.to_owned(),
             version: version.to_owned(),
             message: format!(

@@ -1,7 +1,6 @@
 //! Fetching a task's artifact into a host directory: copy, unpack, clone or
 //! download, then lay overlay/ over it. See `materialize.rs`.
 
-mod apt;
 mod archive;
 mod crates;
 mod debian;

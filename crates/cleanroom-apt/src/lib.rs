@@ -1,6 +1,6 @@
 //! The host's apt configuration: which Debian mirror (and security archive)
-//! it already uses, so that an image is built from the same place without a
-//! host name written anywhere in the code.
+//! it already uses, so that images are built and Debian source packages
+//! fetched from the same place, without a host name written in the code.
 //!
 //! Both formats apt reads are understood: deb822 stanzas in
 //! `sources.list.d/*.sources` and one-line `deb URI SUITE COMPONENT...`
@@ -10,7 +10,7 @@ use std::path::Path;
 
 /// One apt source: a deb822 stanza, or one line of the one-line format.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct SourceEntry {
+pub struct SourceEntry {
     pub types: Vec<String>,
     pub uris: Vec<String>,
     pub suites: Vec<String>,
@@ -21,7 +21,7 @@ pub(crate) struct SourceEntry {
 /// `sources.list.d` in name order. Unreadable or missing files count as empty
 /// (apt itself would complain about them; this is only a best guess at a
 /// mirror, and the caller says to pass `--mirror` when it finds none).
-pub(crate) fn host_sources(apt_dir: &Path) -> Vec<SourceEntry> {
+pub fn host_sources(apt_dir: &Path) -> Vec<SourceEntry> {
     let mut out = Vec::new();
     if let Ok(text) = std::fs::read_to_string(apt_dir.join("sources.list")) {
         out.extend(parse_one_line(&text));
@@ -51,7 +51,7 @@ pub(crate) fn host_sources(apt_dir: &Path) -> Vec<SourceEntry> {
 /// lines starting with `#` are comments (they do not end a stanza); a line
 /// starting with white space continues the previous field. Stanzas with
 /// `Enabled: no` are dropped.
-pub(crate) fn parse_deb822(text: &str) -> Vec<SourceEntry> {
+pub fn parse_deb822(text: &str) -> Vec<SourceEntry> {
     let mut out = Vec::new();
     let mut fields: Vec<(String, String)> = Vec::new();
     let flush = |fields: &mut Vec<(String, String)>, out: &mut Vec<SourceEntry>| {
@@ -103,7 +103,7 @@ pub(crate) fn parse_deb822(text: &str) -> Vec<SourceEntry> {
 /// Parses one-line `sources.list` text:
 /// `deb [ option=value ... ] URI SUITE [COMPONENT...]`, `#` to end of line
 /// being a comment.
-pub(crate) fn parse_one_line(text: &str) -> Vec<SourceEntry> {
+pub fn parse_one_line(text: &str) -> Vec<SourceEntry> {
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("");
@@ -135,13 +135,13 @@ pub(crate) fn parse_one_line(text: &str) -> Vec<SourceEntry> {
 
 /// The host's Debian mirror: a binary (`deb`) source over http(s) whose URI
 /// path ends in `/debian`, preferring one that lists `suite`.
-pub(crate) fn pick_mirror(entries: &[SourceEntry], suite: &str) -> Option<String> {
+pub fn pick_mirror(entries: &[SourceEntry], suite: &str) -> Option<String> {
     pick(entries, "/debian", suite)
 }
 
 /// The host's Debian security archive (URI path ending in `/debian-security`),
 /// preferring one that lists `<suite>-security`.
-pub(crate) fn pick_security(entries: &[SourceEntry], suite: &str) -> Option<String> {
+pub fn pick_security(entries: &[SourceEntry], suite: &str) -> Option<String> {
     pick(entries, "/debian-security", &format!("{suite}-security"))
 }
 
@@ -166,7 +166,7 @@ fn pick(entries: &[SourceEntry], path_suffix: &str, suite: &str) -> Option<Strin
 
 /// `uri` without trailing slashes if it is an http(s) URI with a host and no
 /// white space; `None` otherwise.
-pub(crate) fn normalize_http_uri(uri: &str) -> Option<String> {
+pub fn normalize_http_uri(uri: &str) -> Option<String> {
     let rest = uri.strip_prefix("http://").or_else(|| uri.strip_prefix("https://"))?;
     let host = rest.split('/').next().unwrap_or("");
     if host.is_empty() || uri.chars().any(char::is_whitespace) {
