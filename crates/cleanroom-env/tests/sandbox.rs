@@ -232,3 +232,55 @@ fn destroy_leaves_nothing_on_the_host() {
     assert!(!std::path::Path::new("/sys/fs/cgroup/memory/cleanroom").join(&id).exists());
     assert!(!std::path::Path::new("/sys/fs/cgroup/cleanroom").join(&id).exists());
 }
+
+/// Processes whose parent is this test process, and the files they hold.
+fn children_holding(path: &std::path::Path) -> Vec<u32> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit(')').next().and_then(|s| s.split_whitespace().nth(1)) == Some(me.as_str())
+        })
+        .filter(|pid| {
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
+        })
+        .collect()
+}
+
+#[test]
+fn helper_processes_hold_none_of_the_harness_files() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    // Stands for the run's lock file, which must be free once the harness dies.
+    let marker = home().join(format!("held-{}", std::process::id()));
+    let held = std::fs::File::create(&marker).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let (mut holders, mut saw_command) = (Vec::new(), false);
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                // Once the command runs, its forked helper has closed what
+                // it does not need (the microseconds before are not looked at).
+                if saw_command {
+                    holders.extend(children_holding(&marker));
+                }
+                saw_command |= !host_processes_with("sleep 3").is_empty();
+            }
+            (holders, saw_command)
+        });
+        sh(env.as_ref(), "sleep 3");
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (holders, saw_command) = watcher.join().unwrap();
+        assert!(saw_command, "the command should have been seen running");
+        assert!(holders.is_empty(), "forked helpers {holders:?} held a harness file");
+    });
+    drop(held);
+    env.destroy().unwrap();
+}

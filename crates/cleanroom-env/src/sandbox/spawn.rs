@@ -148,6 +148,19 @@ unsafe fn intermediate(p: &Prepared, out_w: RawFd, err_w: RawFd, report_w: RawFd
         if libc::fchdir(p.root_fd.as_raw_fd()) != 0 || libc::chroot(c".".as_ptr()) != 0 {
             die(b"cleanroom: cannot enter the environment's root", SETUP_FAILED);
         }
+        // A fork that never execs keeps every descriptor of the harness (the
+        // run's lock among them) for as long as the command runs: keep only
+        // what is still needed.
+        let mut keep = [out_w, err_w, report_w, p.devnull.as_raw_fd()];
+        keep.sort_unstable();
+        let mut next = 3;
+        for fd in keep {
+            if fd > next {
+                libc::syscall(libc::SYS_close_range, next as u32, (fd - 1) as u32, 0u32);
+            }
+            next = next.max(fd + 1);
+        }
+        libc::syscall(libc::SYS_close_range, next as u32, u32::MAX, 0u32);
         let pid = libc::fork();
         if pid < 0 {
             die(b"cleanroom: fork failed", SETUP_FAILED);
