@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use cleanroom_agent::AgentSpec;
 use cleanroom_env::CancelToken;
 use cleanroom_runner::calibrate::{prediction_interval, propose, Proposal};
-use cleanroom_runner::{plan, AgentEntry, Event, RunInput};
+use cleanroom_runner::{plan, AgentEntry, Event};
 use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_task::{load_task, Comparison, Task};
 
@@ -28,20 +28,7 @@ pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let oracle = [AgentEntry { spec: AgentSpec::Oracle, spec_text: "oracle".into(), id: "oracle".into() }];
-    let run_input = RunInput {
-        tasks: &tasks,
-        agents: &oracle,
-        trials: args.runs,
-        jobs: args.jobs.max(1),
-        retries: 1,
-        timeout_multiplier: 1.0,
-        allow_unlimited: false,
-        gate: "off".into(),
-        backend: prepared.backend.as_ref(),
-        images: &prepared.images,
-        artifacts: &prepared.artifacts,
-        cancel: cancel.clone(),
-    };
+    let run_input = prepared.tool_input(&tasks, &oracle, args.runs, args.jobs, &cancel);
     let (tx, rx) = mpsc::channel();
     let mut records = Vec::new();
     std::thread::scope(|scope| {

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use cleanroom_env::CancelToken;
 use cleanroom_report::escape_terminal;
-use cleanroom_runner::{check_tasks, RunInput, Severity, TaskCheck};
+use cleanroom_runner::{check_tasks, Severity, TaskCheck};
 use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_task::load_task;
 
@@ -35,20 +35,7 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
     let prepared = prepare::prepare(backend, &tasks, "check")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
-    let run_input = RunInput {
-        tasks: &tasks,
-        agents: &[],
-        trials: 1,
-        jobs: args.jobs.max(1),
-        retries: 0,
-        timeout_multiplier: 1.0,
-        allow_unlimited: false,
-        gate: "off".into(),
-        backend: prepared.backend.as_ref(),
-        images: &prepared.images,
-        artifacts: &prepared.artifacts,
-        cancel: cancel.clone(),
-    };
+    let run_input = prepared.tool_input(&tasks, &[], 1, args.jobs, &cancel);
     let checked = check_tasks(&run_input, !args.no_run, &|c| {
         eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
     });

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use cleanroom_env::sandbox::{sweep, SandboxBackend};
-use cleanroom_env::{image, Backend};
-use cleanroom_runner::{stage_artifacts, Staged};
+use cleanroom_env::{image, Backend, CancelToken};
+use cleanroom_runner::{stage_artifacts, AgentEntry, RunInput, Staged};
 use cleanroom_task::Task;
 
 use crate::error::{input, internal, CliError};
@@ -21,6 +21,34 @@ pub struct Prepared {
     pub image_digests: BTreeMap<String, String>,
     pub artifacts: Staged,
     staging: PathBuf,
+}
+
+impl Prepared {
+    /// Input for the task tools (check, calibrate): default budgets, limits
+    /// enforced, the gate off.
+    pub fn tool_input<'a>(
+        &'a self,
+        tasks: &'a [Task],
+        agents: &'a [AgentEntry],
+        trials: u32,
+        jobs: usize,
+        cancel: &CancelToken,
+    ) -> RunInput<'a> {
+        RunInput {
+            tasks,
+            agents,
+            trials,
+            jobs: jobs.max(1),
+            retries: 1,
+            timeout_multiplier: 1.0,
+            allow_unlimited: false,
+            gate: "off".into(),
+            backend: self.backend.as_ref(),
+            images: &self.images,
+            artifacts: &self.artifacts,
+            cancel: cancel.clone(),
+        }
+    }
 }
 
 impl Drop for Prepared {
