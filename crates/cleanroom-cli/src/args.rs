@@ -25,6 +25,24 @@ pub enum Command {
     Tasks(TasksCommand),
     /// Run agents on tasks in fresh environments and verify them.
     Run(RunArgs),
+    /// Report on runs: pass rates with intervals, failures, matrix, cost.
+    Report(ReportArgs),
+    /// The results index (index.sqlite beside the run directories).
+    #[command(subcommand)]
+    Index(IndexCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Rebuild index.sqlite from the run directories (the source of truth).
+    Rebuild(IndexRebuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct IndexRebuildArgs {
+    /// The directory of runs, where index.sqlite is.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -159,4 +177,41 @@ pub struct RunArgs {
     /// Exit 100 when the pass rate is below RATE (0 to 1).
     #[arg(long, value_name = "RATE")]
     pub fail_under: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Json,
+    Csv,
+    Junit,
+    Html,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportSlice {
+    Domain,
+    Difficulty,
+    Gpu,
+    Legacy,
+    Language,
+    Tag,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run directory, or a run id under --runs-dir.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ReportFormat,
+    /// The rows below Overall: one per value of this task field.
+    #[arg(long, value_enum, default_value = "domain")]
+    pub by: ReportSlice,
+    /// Write the report here instead of to standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Where run ids are looked up.
+    #[arg(long, default_value = "runs")]
+    pub runs_dir: PathBuf,
 }

@@ -131,7 +131,8 @@ fn round_up(x: f64) -> f64 {
 fn write(task: &Task, proposals: &[(String, Proposal)]) -> Result<(), CliError> {
     let path = task.verify_dir().join("checks.toml");
     let text = std::fs::read_to_string(&path).map_err(|e| internal(format!("{}: {e}", path.display())))?;
-    let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| input(format!("{}: {e}", path.display())))?;
+    let mut doc: toml_edit::DocumentMut =
+        text.parse().map_err(|e| input(format!("{}: {e}", path.display())))?;
     let Some(checks) = doc.get_mut("check").and_then(|c| c.as_array_of_tables_mut()) else {
         return Ok(());
     };

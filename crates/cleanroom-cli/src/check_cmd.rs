@@ -25,7 +25,10 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
                 let findings = errors
                     .0
                     .iter()
-                    .map(|e| cleanroom_runner::Finding { severity: Severity::Error, message: format!("schema: {e}") })
+                    .map(|e| cleanroom_runner::Finding {
+                        severity: Severity::Error,
+                        message: format!("schema: {e}"),
+                    })
                     .collect();
                 rows.push(TaskCheck { task: name, findings, oracle: None, repeatable: None, nop: None });
             }
@@ -65,7 +68,9 @@ fn trial_cell(record: &Option<TrialRecord>) -> String {
         Some(r) => {
             let secs = r.timings.environment + r.timings.agent + r.timings.verify;
             match r.outcome {
-                Outcome::Failed => format!("failed ({}) {secs:.0}s", r.class.map(|c| c.as_str()).unwrap_or("")),
+                Outcome::Failed => {
+                    format!("failed ({}) {secs:.0}s", r.class.map(|c| c.as_str()).unwrap_or(""))
+                }
                 other => format!("{} {secs:.0}s", other.as_str()),
             }
         }
@@ -74,7 +79,14 @@ fn trial_cell(record: &Option<TrialRecord>) -> String {
 
 fn table(rows: &[TaskCheck], ran: bool) -> String {
     let mut lines = vec![if ran {
-        vec!["TASK".to_string(), "ORACLE".into(), "REPEAT".into(), "NOP".into(), "ERRORS".into(), "WARNINGS".into()]
+        vec![
+            "TASK".to_string(),
+            "ORACLE".into(),
+            "REPEAT".into(),
+            "NOP".into(),
+            "ERRORS".into(),
+            "WARNINGS".into(),
+        ]
     } else {
         vec!["TASK".to_string(), "ERRORS".into(), "WARNINGS".into()]
     }];

@@ -6,9 +6,11 @@ mod calibrate_cmd;
 mod check_cmd;
 mod error;
 mod image_cmd;
+mod index_cmd;
 mod interrupt;
 mod new_cmd;
 mod prepare;
+mod report_cmd;
 mod run_cmd;
 mod tasks_cmd;
 
@@ -30,6 +32,8 @@ fn main() -> ExitCode {
         Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a),
         Command::Tasks(TasksCommand::New(a)) => new_cmd::new(a),
         Command::Run(a) => run_cmd::run(a),
+        Command::Report(a) => report_cmd::report(a),
+        Command::Index(args::IndexCommand::Rebuild(a)) => index_cmd::rebuild(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -78,7 +78,8 @@ pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result
     for task in tasks {
         let name = &task.spec.environment.image;
         if !images.contains_key(name) {
-            let img = image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
+            let img =
+                image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
             image_digests.insert(name.clone(), img.digest.clone());
             images.insert(name.clone(), img.root);
         }

@@ -86,12 +86,13 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
     };
     let (tx, rx) = mpsc::channel();
     let mut records = run_dir.load_results().map_err(internal)?;
+    let index = crate::index_cmd::open_for_run(&run_dir, &config, &records);
     let mut interrupted = false;
     let mut write_error = None;
     std::thread::scope(|scope| {
         scope.spawn(|| cleanroom_runner::run(&run_input, todo, tx));
         for event in rx {
-            match consume(&run_dir, event, &mut records, planned.len()) {
+            match consume(&run_dir, index.as_ref(), event, &mut records, planned.len()) {
                 Ok(Some(was_interrupted)) => interrupted = was_interrupted,
                 Ok(None) => {}
                 Err(e) => {
@@ -125,6 +126,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
 /// Handles one event; Some(interrupted) at the end of the run.
 fn consume(
     run_dir: &RunDir,
+    index: Option<&cleanroom_store::Index>,
     event: Event,
     records: &mut Vec<TrialRecord>,
     planned: usize,
@@ -144,6 +146,7 @@ fn consume(
         Event::TrialFinished { record, files } => {
             write_files(run_dir, &record, &files)?;
             run_dir.write_result(&record).map_err(internal)?;
+            crate::index_cmd::record_trial(index, run_dir, &record);
             eprintln!("{}", trial_line(&record));
             records.push(record);
             run_dir.write_summary(&Summary::from_records(records, planned)).map_err(internal)?;

@@ -440,12 +440,17 @@ fn outcome_classes_are_recorded() {
 
 #[test]
 fn tasks_check_vets_the_examples() {
-    let output = cleanroom().args(["tasks", "check", &fixtures("examples/tasks"), "--jobs", "2"]).output().unwrap();
+    let output =
+        cleanroom().args(["tasks", "check", &fixtures("examples/tasks"), "--jobs", "2"]).output().unwrap();
     let report = text(&output);
     assert!(output.status.success(), "{report}");
     for id in ["fd-anharmonic", "rff-ridge", "sir-network-final-size"] {
-        let row = report.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no row for {id}: {report}"));
-        assert!(row.contains("passed") && row.contains("same") && row.contains("failed (self_stop)"), "{row}");
+        let row =
+            report.lines().find(|l| l.starts_with(id)).unwrap_or_else(|| panic!("no row for {id}: {report}"));
+        assert!(
+            row.contains("passed") && row.contains("same") && row.contains("failed (self_stop)"),
+            "{row}"
+        );
     }
     assert!(report.contains("3 ok, 0 with errors"), "{report}");
 }
@@ -478,7 +483,10 @@ fn tasks_check_catches_a_leaky_task_that_nop_passes() {
     let report = text(&output);
     assert_eq!(output.status.code(), Some(2), "{report}");
     assert!(report.contains("instruction.md gives away the expected value 0.012345"), "{report}");
-    assert!(report.contains("artifact file setup-notes.sh is a copy of the hidden solution/setup.sh"), "{report}");
+    assert!(
+        report.contains("artifact file setup-notes.sh is a copy of the hidden solution/setup.sh"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -505,7 +513,12 @@ fn calibrate_proposes_and_writes_tolerances() {
                   [[check]]\nname = \"noisy x\"\nfile = \"m.txt\"\nregex = 'x: ([0-9.]+)'\nexpect = 1.5\nabs_tol = 0.6\n\n\
                   # stays exact unless calibrated\n[[check]]\nname = \"steady y\"\nfile = \"m.txt\"\nregex = 'y: ([0-9.]+)'\nexpect = 2.5\n";
     std::fs::write(task.join("verify/checks.toml"), checks).unwrap();
-    let output = cleanroom().args(["tasks", "calibrate"]).arg(&task).args(["--runs", "4", "--write"]).output().unwrap();
+    let output = cleanroom()
+        .args(["tasks", "calibrate"])
+        .arg(&task)
+        .args(["--runs", "4", "--write"])
+        .output()
+        .unwrap();
     let report = text(&output);
     assert!(output.status.success(), "{report}");
     assert!(report.contains("noisy x") && report.contains("abs_tol = "), "{report}");

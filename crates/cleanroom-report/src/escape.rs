@@ -1,7 +1,12 @@
-//! Escaping for the terminal. Task files, logs and error messages can hold
-//! anything, and an ESC or CR printed raw can rewrite the screen, hide
-//! lines, or set the window title (DESIGN.md: strings from an environment
-//! are escaped for wherever they go).
+//! Escaping for the terminal, HTML, XML and Markdown. Task files, logs and
+//! error messages can hold anything: an ESC or CR printed raw can rewrite
+//! the screen, hide lines, or set the window title; a `<script>` in an
+//! evidence line must not run in the HTML report, and a stray `&` or a
+//! control character must not make the JUnit file invalid XML (DESIGN.md:
+//! strings from an environment are escaped for wherever they go).
+//!
+//! Every markup escaper first applies `escape_terminal`, so control and
+//! invisible characters show up as visible escapes in every format.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -31,6 +36,74 @@ pub fn escape_terminal(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` for HTML element content and quoted attribute values: the
+/// characters that start markup or end an attribute become entities.
+pub fn escape_html(text: &str) -> String {
+    markup(&escape_terminal(text))
+}
+
+/// `text` for XML 1.0 content and quoted attributes. After
+/// `escape_terminal` only characters that XML allows remain: no control
+/// character at all (tab, CR and LF are shown as `\t`, `\r`, `\n`), and
+/// the non-characters U+FFFE and U+FFFF are shown as escapes too.
+pub fn escape_xml(text: &str) -> String {
+    let shown = escape_terminal(text);
+    let shown = shown.replace('\u{fffe}', "\\u{fffe}").replace('\u{ffff}', "\\u{ffff}");
+    markup(&shown)
+}
+
+/// Multi-line `text` for XML element content: each line escaped as by
+/// `escape_xml`, joined by real newlines.
+pub fn escape_xml_lines(text: &str) -> String {
+    text.lines().map(escape_xml).collect::<Vec<_>>().join("\n")
+}
+
+fn markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` for a Markdown paragraph or table cell: no raw HTML, no links,
+/// images, emphasis or code spans, no `|` that would split a cell, and
+/// everything on one line. Intraword underscores are left alone (they
+/// cannot start emphasis), so ids like `abbrev_venue23` stay readable.
+pub fn escape_md(text: &str) -> String {
+    let shown = escape_terminal(text);
+    let chars: Vec<char> = shown.chars().collect();
+    let mut out = String::with_capacity(shown.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '[' | ']' | '|' | '~' | '!' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '_' => {
+                let word =
+                    |j: Option<usize>| j.and_then(|j| chars.get(j)).is_some_and(|c| c.is_alphanumeric());
+                if !(word(i.checked_sub(1)) && word(Some(i + 1))) {
+                    out.push('\\');
+                }
+                out.push('_');
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn needs_escape(c: char) -> bool {
     // C0, DEL and C1 (which includes the 8-bit CSI, U+009B).
     c.is_control()
@@ -54,6 +127,28 @@ mod tests {
         assert_eq!(escape_terminal("\x1b[2J\x1b]0;pwned\x07"), "\\x1b[2J\\x1b]0;pwned\\x07");
         assert_eq!(escape_terminal("a\rb\nc\td\0e\x7f"), "a\\rb\\nc\\td\\x00e\\x7f");
         assert_eq!(escape_terminal("\u{9b}31m"), "\\u{9b}31m");
+    }
+
+    #[test]
+    fn html_has_no_markup_left() {
+        assert_eq!(
+            escape_html("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+        assert_eq!(escape_html("a\x1b[31mb"), "a\\x1b[31mb");
+    }
+
+    #[test]
+    fn xml_keeps_only_xml_characters() {
+        assert_eq!(escape_xml("a\0b\x0bc<d>&\u{fffe}"), "a\\x00b\\x0bc&lt;d&gt;&amp;\\u{fffe}");
+        assert_eq!(escape_xml_lines("one <1>\ntwo\x07"), "one &lt;1&gt;\ntwo\\x07");
+    }
+
+    #[test]
+    fn markdown_cannot_inject_markup() {
+        assert_eq!(escape_md("<img src=x onerror=alert(1)>"), "&lt;img src=x onerror=alert(1)&gt;");
+        assert_eq!(escape_md("![t](http://x) a|b `c` *d*"), "\\!\\[t\\](http://x) a\\|b \\`c\\` \\*d\\*");
+        assert_eq!(escape_md("abbrev_venue23 _x_ a\nb"), "abbrev_venue23 \\_x\\_ a\\\\nb");
     }
 
     #[test]

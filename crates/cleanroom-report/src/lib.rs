@@ -1,9 +1,32 @@
-//! Reporters: turn trial records and summaries into text for people.
-//! Every string that can come from a task or an environment is escaped for
-//! where it goes.
+//! Reporters: turn trial records and summaries into text for people and
+//! for other tools. Every string that can come from a task or an
+//! environment is escaped for where it goes.
+//!
+//! - `terminal`: progress lines and the end-of-run table.
+//! - `model`: what every report shows, computed once (`Report::build`);
+//!   `stats`: the statistics behind it.
+//! - one file per format: `markdown`, `json` (and CSV), `junit`, `html`
+//!   (with `svg` charts).
 
 mod escape;
+mod format;
+mod html;
+mod json;
+mod junit;
+mod markdown;
+mod model;
+pub mod stats;
+mod svg;
+mod tables;
 mod terminal;
 
-pub use escape::escape_terminal;
+pub use escape::{escape_html, escape_md, escape_terminal, escape_xml};
+pub use html::render_html;
+pub use json::{render_csv, render_json};
+pub use junit::render_junit;
+pub use markdown::render_markdown;
+pub use model::{
+    first_failure, Arm, ArmCounts, Costs, PairRow, Rate, Report, ReportInput, RunInput, SliceBy, SliceRow,
+    TaskInfo, Trial, PAIRING_RULE,
+};
 pub use terminal::{summary_table, trial_line};

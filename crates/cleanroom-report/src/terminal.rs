@@ -5,6 +5,7 @@
 use cleanroom_store::{Counts, FailureClass, Outcome, Summary, TrialRecord};
 
 use crate::escape::escape_terminal as esc;
+use crate::format::duration;
 
 /// Longest first line of an infra error shown on a progress line; the rest
 /// is in result.json.
@@ -103,20 +104,6 @@ fn render(rows: &[Vec<String>]) -> String {
         out += "\n";
     }
     out
-}
-
-/// `12.3s`, `4m05s`, `2h03m`.
-fn duration(secs: f64) -> String {
-    let secs = if secs.is_finite() { secs.max(0.0) } else { 0.0 };
-    if secs < 60.0 {
-        format!("{secs:.1}s")
-    } else if secs < 3600.0 {
-        let s = secs as u64;
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        let m = secs as u64 / 60;
-        format!("{}h{:02}m", m / 60, m % 60)
-    }
 }
 
 fn shorten(text: &str, max: usize) -> String {

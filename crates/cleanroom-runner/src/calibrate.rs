@@ -64,7 +64,9 @@ pub fn propose(compare: &Comparison, values: &[f64]) -> Option<Proposal> {
                 Some(Proposal::RelTol(ZERO_SPREAD_REL_TOL.max(2.0 * off)))
             }
         }
-        Comparison::Number { expect, .. } => Some(Proposal::AbsTol((lo - expect).abs().max((hi - expect).abs()))),
+        Comparison::Number { expect, .. } => {
+            Some(Proposal::AbsTol((lo - expect).abs().max((hi - expect).abs())))
+        }
         Comparison::Range { .. } if half == 0.0 => {
             let pad = ZERO_SPREAD_REL_TOL * mean.abs();
             Some(Proposal::Range(mean - pad, mean + pad))

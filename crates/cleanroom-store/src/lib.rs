@@ -1,11 +1,13 @@
 //! The run directory (DESIGN.md, "Run directory"): one result.json per trial
 //! written by atomic rename, the attempts that ended in infra errors, logs,
 //! run.toml and summary.json. Every writer holds the run's lock, so two
-//! cleanroom processes never write one run.
+//! cleanroom processes never write one run. The results index
+//! (`index.sqlite` beside the runs) is derived from them and rebuildable.
 
 mod agent_id;
 mod atomic;
 mod error;
+pub mod index;
 mod lock;
 mod record;
 mod run_config;
@@ -15,6 +17,7 @@ mod summary;
 pub use agent_id::agent_ids;
 pub use cleanroom_env::time::{rfc3339_utc, rfc3339_utc_now};
 pub use error::StoreError;
+pub use index::{Index, IndexError, IndexedRun, RebuildReport, Skipped, INDEX_FILE, INDEX_SCHEMA_VERSION};
 pub use record::{
     ChangeCounts, Evidence, FailureClass, Outcome, StopReason, Tag, Timings, Tokens, TrialRecord,
     SCHEMA_VERSION,

@@ -166,18 +166,7 @@ impl RunDir {
     /// Every trial's result, ordered by task, agent id and trial number. A
     /// result.json that does not parse is an error that names it.
     pub fn load_results(&self) -> Result<Vec<TrialRecord>, StoreError> {
-        let mut found = Vec::new();
-        let trials = self.path.join(TRIALS_DIR);
-        for task in subdirs(&trials)? {
-            for agent in subdirs(&task)? {
-                for trial in subdirs(&agent)? {
-                    let path = trial.join(RESULT_FILE);
-                    if path.is_file() {
-                        found.push(path);
-                    }
-                }
-            }
-        }
+        let found = result_files(&self.path)?;
         let mut records = found.iter().map(|p| read_record(p)).collect::<Result<Vec<_>, _>>()?;
         records.sort_by(|a, b| (&a.task, &a.agent_id, a.trial).cmp(&(&b.task, &b.agent_id, b.trial)));
         Ok(records)
@@ -195,15 +184,43 @@ impl RunDir {
     }
 
     pub fn read_run_config(&self) -> Result<RunConfig, StoreError> {
-        let path = self.path.join(RUN_CONFIG_FILE);
-        let text = fs::read_to_string(&path).map_err(|e| StoreError::io("read", &path, e))?;
-        toml::from_str(&text).map_err(|e| StoreError::BadConfig { path, source: Box::new(e) })
+        read_run_config(&self.path)
     }
 
     /// Rewrites summary.json, atomically.
     pub fn write_summary(&self, summary: &Summary) -> Result<(), StoreError> {
         write_json(&self.path.join(SUMMARY_FILE), summary)
     }
+}
+
+/// The run.toml of the run at `run`, read without taking the run's lock
+/// (for readers such as the index; only writers lock).
+pub(crate) fn read_run_config(run: &Path) -> Result<RunConfig, StoreError> {
+    let path = run.join(RUN_CONFIG_FILE);
+    let text = fs::read_to_string(&path).map_err(|e| StoreError::io("read", &path, e))?;
+    toml::from_str(&text).map_err(|e| StoreError::BadConfig { path, source: Box::new(e) })
+}
+
+/// Whether `dir` looks like a run directory: it has a run.toml.
+pub(crate) fn is_run(dir: &Path) -> bool {
+    dir.join(RUN_CONFIG_FILE).is_file()
+}
+
+/// Every `trials/<task>/<agent-id>/<n>/result.json` of the run at `run`,
+/// sorted by path; read without taking the run's lock.
+pub(crate) fn result_files(run: &Path) -> Result<Vec<PathBuf>, StoreError> {
+    let mut found = Vec::new();
+    for task in subdirs(&run.join(TRIALS_DIR))? {
+        for agent in subdirs(&task)? {
+            for trial in subdirs(&agent)? {
+                let path = trial.join(RESULT_FILE);
+                if path.is_file() {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    Ok(found)
 }
 
 fn attempt_file(k: u32) -> String {
@@ -235,7 +252,7 @@ fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
     write_atomic(path, text.as_bytes())
 }
 
-fn read_record(path: &Path) -> Result<TrialRecord, StoreError> {
+pub(crate) fn read_record(path: &Path) -> Result<TrialRecord, StoreError> {
     let text = fs::read(path).map_err(|e| StoreError::io("read", path, e))?;
     // The version first, so a newer schema gets its own message rather than
     // whatever field it changed.

@@ -49,7 +49,10 @@ fn secrets(task: &Task) -> Vec<(String, Secret)> {
             Comparison::Exists => Vec::new(),
         };
         out.extend(
-            numbers.into_iter().filter(|n| significant_digits(*n) >= 4).map(|n| (check.name.clone(), Secret::Number(n))),
+            numbers
+                .into_iter()
+                .filter(|n| significant_digits(*n) >= 4)
+                .map(|n| (check.name.clone(), Secret::Number(n))),
         );
     }
     out.retain(|(_, s)| !matches!(s, Secret::Number(n) if significant_digits(*n) < 4));
@@ -162,7 +165,10 @@ pub fn lint(task: &Task, artifact: &Path) -> Vec<Finding> {
     for (rel, path) in &artifact_files {
         let name = Path::new(rel).file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name == "checks.toml" {
-            findings.push(Finding { severity: Severity::Error, message: format!("artifact file {rel} is named like the hidden checks") });
+            findings.push(Finding {
+                severity: Severity::Error,
+                message: format!("artifact file {rel} is named like the hidden checks"),
+            });
         }
         if let Some(original) = sha256(path).and_then(|d| hidden.get(&d)) {
             findings.push(Finding {

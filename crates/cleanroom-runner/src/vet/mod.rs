@@ -64,7 +64,8 @@ pub fn check_tasks(input: &RunInput, run: bool, done: &(dyn Fn(&TaskCheck) + Syn
 }
 
 fn check_task(input: &RunInput, task: &Task, run: bool) -> TaskCheck {
-    let mut check = TaskCheck { task: task.id.clone(), findings: Vec::new(), oracle: None, repeatable: None, nop: None };
+    let mut check =
+        TaskCheck { task: task.id.clone(), findings: Vec::new(), oracle: None, repeatable: None, nop: None };
     match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => check.findings.extend(lint::lint(task, &staged.dir)),
         Some(Err(why)) => check.error(format!("artifact: {why}")),
@@ -84,7 +85,9 @@ fn check_task(input: &RunInput, task: &Task, run: bool) -> TaskCheck {
                 let same = record.verdict.as_ref().is_some_and(|first| same_verdict(first, &second));
                 check.repeatable = Some(same);
                 if !same {
-                    check.error("a second verification of the oracle's environment gave another verdict".into());
+                    check.error(
+                        "a second verification of the oracle's environment gave another verdict".into(),
+                    );
                 }
             }
             Some(Err(why)) => check.error(format!("the second verification failed: {why}")),
@@ -95,7 +98,9 @@ fn check_task(input: &RunInput, task: &Task, run: bool) -> TaskCheck {
     let nop = AgentEntry { spec: AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into() };
     if let Some((record, _)) = trial_of(input, task, &nop, false) {
         match &record.outcome {
-            Outcome::Passed => check.error("nop passes: the verifier accepts an environment nobody deployed".into()),
+            Outcome::Passed => {
+                check.error("nop passes: the verifier accepts an environment nobody deployed".into())
+            }
             Outcome::Failed => {}
             _ => check.error(format!("nop: {}", describe(&record))),
         }
@@ -132,7 +137,8 @@ fn describe(r: &TrialRecord) -> String {
         text.push_str(&format!(": {}", error.lines().next().unwrap_or("")));
     }
     if let Some(v) = &r.verdict {
-        if let Some(step) = v.steps.iter().find(|s| !matches!(s.status, cleanroom_verify::StepStatus::Passed)) {
+        if let Some(step) = v.steps.iter().find(|s| !matches!(s.status, cleanroom_verify::StepStatus::Passed))
+        {
             text.push_str(&format!("; step `{}` {:?}", step.name, step.status).to_lowercase());
         }
         if let Some(c) = v.checks.iter().find(|c| !c.passed) {

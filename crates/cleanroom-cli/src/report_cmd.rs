@@ -1,0 +1,202 @@
+//! `cleanroom report RUN...`: one report over the trials of one or several
+//! runs, in Markdown, JSON, CSV, JUnit or HTML.
+//!
+//! RUN is a run directory or the id of a run under `--runs-dir`. Task
+//! metadata (domain, difficulty, languages, ...) comes from loading the
+//! task directories that each run.toml names; where that fails the report
+//! goes on without slices and says why.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use cleanroom_report::{
+    render_csv, render_html, render_json, render_junit, render_markdown, Report, ReportInput, RunInput,
+    SliceBy, TaskInfo,
+};
+use cleanroom_store::{RunConfig, RunDir, StoreError, TrialRecord, RESULT_FILE};
+
+use crate::args::{ReportArgs, ReportFormat, ReportSlice};
+use crate::error::{input, internal, CliError};
+
+pub fn report(args: ReportArgs) -> Result<(), CliError> {
+    let mut notes = Vec::new();
+    let mut runs = Vec::new();
+    let mut task_dirs: Vec<PathBuf> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for run in &args.runs {
+        let path = resolve(run, &args.runs_dir)?;
+        if !seen.insert(path.canonicalize().unwrap_or_else(|_| path.clone())) {
+            continue;
+        }
+        let (config, records) = read_run(&path, &mut notes)?;
+        for dir in &config.tasks {
+            let dir = PathBuf::from(dir);
+            if !task_dirs.contains(&dir) {
+                task_dirs.push(dir);
+            }
+        }
+        let run_id =
+            path.file_name().map_or_else(|| config.run_id.clone(), |n| n.to_string_lossy().into_owned());
+        runs.push(RunInput { run_id, agents: config.agents.iter().map(|a| a.id.clone()).collect(), records });
+    }
+    let tasks = task_metadata(&task_dirs, &runs, &mut notes);
+    let by = match args.by {
+        ReportSlice::Domain => SliceBy::Domain,
+        ReportSlice::Difficulty => SliceBy::Difficulty,
+        ReportSlice::Gpu => SliceBy::Gpu,
+        ReportSlice::Legacy => SliceBy::Legacy,
+        ReportSlice::Language => SliceBy::Language,
+        ReportSlice::Tag => SliceBy::Tag,
+    };
+    let report = Report::build(ReportInput { runs, tasks, notes }, by);
+    let text = match args.format {
+        ReportFormat::Md => render_markdown(&report),
+        ReportFormat::Json => render_json(&report),
+        ReportFormat::Csv => render_csv(&report),
+        ReportFormat::Junit => render_junit(&report),
+        ReportFormat::Html => render_html(&report),
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, text)
+                .map_err(|e| internal(format!("cannot write {}: {e}", path.display())))?;
+            eprintln!("cleanroom: wrote {}", path.display());
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// A run directory as given, else `<runs_dir>/<run>`.
+fn resolve(run: &Path, runs_dir: &Path) -> Result<PathBuf, CliError> {
+    if run.join("run.toml").is_file() {
+        return Ok(run.to_path_buf());
+    }
+    let under = runs_dir.join(run);
+    if run.components().count() == 1 && under.join("run.toml").is_file() {
+        return Ok(under);
+    }
+    Err(input(format!(
+        "{}: not a run directory (no run.toml), and no run of that id in {}: give a run directory or a run id \
+         with --runs-dir",
+        run.display(),
+        runs_dir.display()
+    )))
+}
+
+/// run.toml and every result.json of the run. A run that another process
+/// is writing is read without its lock, as far as it got, and a note says
+/// so.
+fn read_run(path: &Path, notes: &mut Vec<String>) -> Result<(RunConfig, Vec<TrialRecord>), CliError> {
+    match RunDir::open(path) {
+        Ok(dir) => {
+            let config = dir.read_run_config().map_err(input)?;
+            let records = dir.load_results().map_err(input)?;
+            Ok((config, records))
+        }
+        Err(StoreError::InUse { .. }) => {
+            let config = read_config_unlocked(path)?;
+            let records = read_results_unlocked(path)?;
+            notes.push(format!(
+                "run {} is still running: this report has the {} trial results written so far",
+                path.display(),
+                records.len()
+            ));
+            Ok((config, records))
+        }
+        Err(e) => Err(input(e)),
+    }
+}
+
+fn read_config_unlocked(run: &Path) -> Result<RunConfig, CliError> {
+    let path = run.join("run.toml");
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| input(format!("cannot read {}: {e}", path.display())))?;
+    toml_edit::de::from_str(&text)
+        .map_err(|e| input(format!("{} is not a valid run configuration: {e}", path.display())))
+}
+
+/// trials/<task>/<agent>/<n>/result.json, in the order of
+/// `RunDir::load_results`. Files being written are renamed into place
+/// whole, so each one read is complete.
+fn read_results_unlocked(run: &Path) -> Result<Vec<TrialRecord>, CliError> {
+    let mut records = Vec::new();
+    let dirs = |p: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        v.sort();
+        v
+    };
+    for task in dirs(&run.join("trials")) {
+        for agent in dirs(&task) {
+            for trial in dirs(&agent) {
+                let path = trial.join(RESULT_FILE);
+                let Ok(bytes) = std::fs::read(&path) else { continue };
+                let record: TrialRecord = serde_json::from_slice(&bytes)
+                    .map_err(|e| input(format!("{} is not a valid trial record: {e}", path.display())))?;
+                records.push(record);
+            }
+        }
+    }
+    records.sort_by(|a, b| (&a.task, &a.agent_id, a.trial).cmp(&(&b.task, &b.agent_id, b.trial)));
+    Ok(records)
+}
+
+/// The metadata of the tasks the runs name; none (with a note) when no
+/// task directory loads. A directory that fails to load is named in a note
+/// and its tasks fall into the `(unknown task)` slice.
+fn task_metadata(
+    dirs: &[PathBuf],
+    runs: &[RunInput],
+    notes: &mut Vec<String>,
+) -> Option<BTreeMap<String, TaskInfo>> {
+    let mut tasks = BTreeMap::new();
+    let mut failed = Vec::new();
+    for dir in dirs {
+        match cleanroom_task::load_tasks(std::slice::from_ref(dir)) {
+            Ok(loaded) => {
+                for t in loaded {
+                    let m = &t.spec.task;
+                    tasks.entry(t.id.clone()).or_insert(TaskInfo {
+                        title: m.title.clone(),
+                        domain: m.domain.as_str().to_string(),
+                        difficulty: m.difficulty.as_str().to_string(),
+                        languages: m.languages.clone(),
+                        legacy: m.legacy,
+                        gpu: m.gpu,
+                        qemu: m.qemu,
+                        tags: m.tags.clone(),
+                    });
+                }
+            }
+            Err(e) => {
+                let first = e.to_string().lines().next().unwrap_or_default().to_string();
+                failed.push(format!("{} ({first})", dir.display()));
+            }
+        }
+    }
+    if tasks.is_empty() {
+        let why =
+            if dirs.is_empty() { "the runs name no task directory".to_string() } else { failed.join("; ") };
+        notes.push(format!("task metadata could not be loaded, so the report has no slices: {why}"));
+        return None;
+    }
+    if !failed.is_empty() {
+        notes.push(format!("some task directories could not be loaded: {}", failed.join("; ")));
+    }
+    let missing: BTreeSet<&str> = runs
+        .iter()
+        .flat_map(|r| r.records.iter().map(|t| t.task.as_str()))
+        .filter(|id| !tasks.contains_key(*id))
+        .collect();
+    if !missing.is_empty() {
+        let list: Vec<&str> = missing.into_iter().collect();
+        notes.push(format!("no metadata for task(s) {} (shown as \"(unknown task)\")", list.join(", ")));
+    }
+    Some(tasks)
+}

@@ -1,0 +1,150 @@
+//! `cleanroom report` on a real run: the nop agent, twice, on the fast
+//! adversarial target task with a title that tries to inject a script.
+//! Needs root (the sandbox), like the other CLI tests.
+
+#[path = "../../cleanroom-report/tests/support/xml.rs"]
+mod xml;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const EVIL_TITLE: &str = "station-stats <script>alert(1)</script> & co";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn cleanroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cleanroom"))
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The adversarial target task under a new name, with an evil title.
+fn make_task(root: &Path) -> PathBuf {
+    let tasks = root.join("tasks");
+    let dir = tasks.join("evil-title");
+    copy_dir(&repo().join("tests/fixtures/tasks-adversarial/target"), &dir);
+    let toml = std::fs::read_to_string(dir.join("task.toml")).unwrap();
+    let start = toml.find("title = ").unwrap();
+    let end = start + toml[start..].find('\n').unwrap();
+    let toml = format!("{}title = {:?}{}", &toml[..start], EVIL_TITLE, &toml[end..]);
+    std::fs::write(dir.join("task.toml"), toml).unwrap();
+    tasks
+}
+
+fn report(runs: &Path, args: &[&str]) -> Output {
+    cleanroom().arg("report").arg("--runs-dir").arg(runs).args(args).output().unwrap()
+}
+
+#[test]
+fn report_on_a_nop_run_in_every_format() {
+    let root = std::env::temp_dir().join(format!("cleanroom-cli-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let tasks = make_task(&root);
+    let runs = root.join("runs");
+    let out = cleanroom()
+        .args(["run", "--agent", "nop", "--trials", "2", "--jobs", "2", "--tasks"])
+        .arg(&tasks)
+        .arg("--out")
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let run_dir = std::fs::read_dir(&runs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    let run_id = run_dir.file_name().unwrap().to_str().unwrap().to_string();
+
+    // Markdown on standard output, by run id: DeployBench's table.
+    let out = report(&runs, &[&run_id]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = String::from_utf8(out.stdout).unwrap();
+    let table: Vec<&str> = md
+        .split("## Pass rate")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    // Wilson 0/2: centre (0 + 3.84146/4)/(1 + 3.84146/2) = .32881 = half-width -> [0, 65.8].
+    assert_eq!(
+        table,
+        [
+            "| by domain | nop |",
+            "|---|---:|",
+            "| **Overall** | 0/2 (0.0%) [0.0–65.8] |",
+            "| Scientific (1 task) | 0/2 (0.0%) [0.0–65.8] |",
+            "| infra_error (outside n) | 0 |",
+            "| skipped (outside n) | 0 |",
+        ],
+        "{md}"
+    );
+    assert!(md.contains("| evil-title | Scientific | ✗✗ 0/2 |"), "{md}");
+    assert!(md.contains("| self_stop | 2 (100%) | 2 (100%) |"), "{md}");
+    assert!(!md.chars().any(|c| c.is_control() && c != '\n'), "no escape sequence reaches the terminal");
+
+    // HTML into a file, by run directory: escaped, self-contained, well formed.
+    let html_path = root.join("report.html");
+    let out =
+        report(&runs, &[run_dir.to_str().unwrap(), "--format", "html", "--out", html_path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(!html.contains("<script"), "the title's script is escaped");
+    assert!(html.contains("station-stats &lt;script&gt;alert(1)&lt;/script&gt; &amp; co"));
+    let names = xml::check_xml(&html).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(names.iter().filter(|n| *n == "svg").count(), 3);
+
+    // JUnit: valid XML, one suite, a failed testcase per trial.
+    let out = report(&runs, &[&run_id, "--format", "junit"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let junit = String::from_utf8(out.stdout).unwrap();
+    let names = xml::check_xml(&junit).unwrap_or_else(|e| panic!("{e}\n{junit}"));
+    assert_eq!(names.iter().filter(|n| *n == "testsuite").count(), 1);
+    assert_eq!(names.iter().filter(|n| *n == "testcase").count(), 2);
+    assert_eq!(names.iter().filter(|n| *n == "failure").count(), 2);
+    assert!(junit.contains("<testcase name=\"evil-title #1\" classname=\"nop\""), "{junit}");
+
+    // JSON and CSV with the task's metadata beside each trial.
+    let out = report(&runs, &[&run_id, "--format", "json", "--by", "language"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["trials"].as_array().unwrap().len(), 2);
+    assert_eq!(v["trials"][0]["title"], EVIL_TITLE);
+    assert_eq!(v["trials"][0]["main_language"], "shell");
+    assert_eq!(v["summary"]["slices"][0]["label"], "shell");
+    let out = report(&runs, &[&run_id, "--format", "csv"]);
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert!(csv.starts_with("run_id,task,agent,"), "{csv}");
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+
+    // Without its tasks the report goes on, without slices, and says why.
+    std::fs::remove_dir_all(&tasks).unwrap();
+    let out = report(&runs, &[&run_id]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("> Note: task metadata could not be loaded"), "{md}");
+    assert!(!md.contains("| Scientific"), "{md}");
+
+    // A run that is not there is bad input.
+    let out = report(&runs, &["no-such-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no-such-run: not a run directory"), "{}", text(&out));
+
+    let _ = std::fs::remove_dir_all(&root);
+}
