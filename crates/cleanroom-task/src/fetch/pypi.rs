@@ -27,15 +27,16 @@ pub(crate) fn resolve(http: &Http, index: &str, requirement: &str) -> Result<Sdi
     let (name, version) = parse_requirement(requirement)
         .ok_or_else(|| err("not an exact pin; expected \"name==version\"".to_owned()))?;
     let base = index.trim_end_matches('/');
-    let files = match http.get_json(&format!("{base}/{name}/{version}/json"))? {
-        Some(doc) => doc.get("urls").cloned().unwrap_or(Value::Null),
+    let version_url = format!("{base}/{name}/{version}/json");
+    let project_url = format!("{base}/{name}/json");
+    let (files, doc_url) = match http.get_json(&version_url)? {
+        Some(doc) => (doc.get("urls").cloned().unwrap_or(Value::Null), &version_url),
         None => {
-            let project_url = format!("{base}/{name}/json");
             let doc = http
                 .get_json(&project_url)?
                 .ok_or_else(|| err(format!("no project {name:?} on the index ({project_url})")))?;
             match doc.get("releases").and_then(|r| r.get(&version)) {
-                Some(files) => files.clone(),
+                Some(files) => (files.clone(), &project_url),
                 None => {
                     let mut known: Vec<&str> = doc
                         .get("releases")
@@ -52,7 +53,42 @@ pub(crate) fn resolve(http: &Http, index: &str, requirement: &str) -> Result<Sdi
             }
         }
     };
-    pick_sdist(&files).map_err(err)
+    let mut sdist = pick_sdist(&files).map_err(err)?;
+    sdist.url = join_url(doc_url, &sdist.url);
+    Ok(sdist)
+}
+
+/// `href` from a JSON document at `base`, as an absolute URL: some mirrors
+/// of the index give file URLs relative to the document
+/// (`../../packages/...`).
+fn join_url(base: &str, href: &str) -> String {
+    if href.contains("://") {
+        return href.to_owned();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("https", base));
+    if let Some(netloc_path) = href.strip_prefix("//") {
+        return format!("{scheme}://{netloc_path}");
+    }
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut segments: Vec<&str> = if href.starts_with('/') {
+        Vec::new()
+    } else {
+        // The document's directory: everything up to its last '/'.
+        let mut dir: Vec<&str> = path.split('/').collect();
+        dir.pop();
+        dir
+    };
+    for seg in href.trim_start_matches('/').split('/') {
+        match seg {
+            "." | "" => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
+    }
+    segments.retain(|s| !s.is_empty());
+    format!("{scheme}://{host}/{}", segments.join("/"))
 }
 
 fn pick_sdist(files: &Value) -> Result<Sdist, String> {
@@ -94,6 +130,19 @@ fn pick_sdist(files: &Value) -> Result<Sdist, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn file_urls_relative_to_the_document_become_absolute() {
+        let doc = "https://pypi.org/pypi/SALib/json";
+        assert_eq!(
+            super::join_url(doc, "../../packages/packages/9d/44/SALib-1.1.3.tar.gz"),
+            "https://pypi.org/packages/packages/9d/44/SALib-1.1.3.tar.gz"
+        );
+        assert_eq!(super::join_url(doc, "https://files.example/x.tar.gz"), "https://files.example/x.tar.gz");
+        assert_eq!(super::join_url(doc, "/packages/x.tar.gz"), "https://pypi.org/packages/x.tar.gz");
+        assert_eq!(super::join_url(doc, "//files.example/x.tar.gz"), "https://files.example/x.tar.gz");
+        assert_eq!(super::join_url("https://pypi.org/pypi/a/1.0/json", "./x.zip"), "https://pypi.org/pypi/a/1.0/x.zip");
+    }
+
     use super::*;
 
     #[test]
