@@ -233,25 +233,18 @@ fn destroy_leaves_nothing_on_the_host() {
     assert!(!std::path::Path::new("/sys/fs/cgroup/cleanroom").join(&id).exists());
 }
 
-/// Processes whose parent is this test process, and the files they hold.
-fn children_holding(path: &std::path::Path) -> Vec<u32> {
-    let me = std::process::id().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
+/// Whether process `pid` holds `path` open.
+fn holds(pid: u32, path: &std::path::Path) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            stat.rsplit(')').next().and_then(|s| s.split_whitespace().nth(1)) == Some(me.as_str())
-        })
-        .filter(|pid| {
-            std::fs::read_dir(format!("/proc/{pid}/fd"))
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
-        })
-        .collect()
+        .flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|t| t == path))
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]
@@ -261,25 +254,30 @@ fn helper_processes_hold_none_of_the_harness_files() {
     // Stands for the run's lock file, which must be free once the harness dies.
     let marker = home().join(format!("held-{}", std::process::id()));
     let held = std::fs::File::create(&marker).unwrap();
+    // The command's name is unique to this test: its parent on the host is
+    // the forked helper that waits for it (other tests fork helpers too).
+    let name = format!("cleanroom-fd-probe-{}", std::process::id());
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         let watcher = scope.spawn(|| {
-            let (mut holders, mut saw_command) = (Vec::new(), false);
+            let (mut holders, mut saw_helper) = (Vec::new(), false);
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                // Once the command runs, its forked helper has closed what
-                // it does not need (the microseconds before are not looked at).
-                if saw_command {
-                    holders.extend(children_holding(&marker));
+                for command in host_processes_with(&name) {
+                    if let Some(helper) = parent_of(command) {
+                        saw_helper = true;
+                        if holds(helper, &marker) && !holders.contains(&helper) {
+                            holders.push(helper);
+                        }
+                    }
                 }
-                saw_command |= !host_processes_with("sleep 3").is_empty();
             }
-            (holders, saw_command)
+            (holders, saw_helper)
         });
-        sh(env.as_ref(), "sleep 3");
+        sh(env.as_ref(), &format!("exec -a {name} sleep 3"));
         done.store(true, std::sync::atomic::Ordering::SeqCst);
-        let (holders, saw_command) = watcher.join().unwrap();
-        assert!(saw_command, "the command should have been seen running");
-        assert!(holders.is_empty(), "forked helpers {holders:?} held a harness file");
+        let (holders, saw_helper) = watcher.join().unwrap();
+        assert!(saw_helper, "the command and its helper should have been seen running");
+        assert!(holders.is_empty(), "the forked helper {holders:?} held a harness file");
     });
     drop(held);
     env.destroy().unwrap();
