@@ -2,34 +2,14 @@
 //! tasks written by outsiders, adversarial agents, interruption and resume,
 //! and what is left on the host afterwards. Needs root.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::*;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn cleanroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cleanroom"))
-}
-
-fn temp_out(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cleanroom-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn fixtures(rel: &str) -> String {
-    repo().join(rel).display().to_string()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
 
 /// Runs `cleanroom run ARGS --out OUT` and returns its output and the one
 /// run directory it made.

@@ -3,35 +3,19 @@
 //! `cleanroom index rebuild`, and still in agreement after a `kill -9` and
 //! `--resume`. Runs real sandboxes: needs root.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use cleanroom_store::index::rusqlite::Connection;
+use common::*;
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn cleanroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cleanroom"))
-}
-
-fn temp_out(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cleanroom-index-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn adversarial_tasks() -> String {
     repo().join("tests/fixtures/tasks-adversarial").display().to_string()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 fn run_dirs(out: &Path) -> Vec<PathBuf> {

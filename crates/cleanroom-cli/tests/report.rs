@@ -5,24 +5,15 @@
 #[path = "../../cleanroom-report/tests/support/xml.rs"]
 mod xml;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::*;
 use serde_json::Value;
 
 const EVIL_TITLE: &str = "station-stats <script>alert(1)</script> & co";
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn cleanroom() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cleanroom"))
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -1,0 +1,32 @@
+//! What every CLI test file needs: the repository, the binary, a fresh
+//! temporary directory, and a command's whole output.
+// Each test binary uses its own subset.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+pub fn cleanroom() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cleanroom"))
+}
+
+/// An empty directory of this test process, named after the test.
+pub fn temp_out(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cleanroom-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A path of the repository, as a string for the command line.
+pub fn fixtures(rel: &str) -> String {
+    repo().join(rel).display().to_string()
+}
+
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
