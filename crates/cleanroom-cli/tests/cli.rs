@@ -508,3 +508,34 @@ fn calibrate_proposes_and_writes_tolerances() {
     assert!(written.contains("rel_tol = 0.000001") || written.contains("rel_tol = 1e-6"), "{written}");
     assert!(!written.contains("abs_tol = 0.6"), "the noisy tolerance was recalibrated: {written}");
 }
+
+#[test]
+fn failed_trials_carry_tags_with_evidence() {
+    let out = temp_out("tags");
+    let agent = out.join("claims.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/bash\necho 'ERROR: No matching distribution found for numpy==1.16.4'\n\
+         echo \"AttributeError: module 'numpy' has no attribute 'float'\"\necho 'All done, the experiment works.'\n",
+    )
+    .unwrap();
+    let spec = format!("script:{}", agent.display());
+    let (output, run_dir) =
+        run(&out.join("runs"), &["--tasks", &fixtures("tests/fixtures/tasks-adversarial"), "--agent", &spec]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    let tags: Vec<(String, u64)> = results[0]["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap().to_string(), t["evidence"][0]["line"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            ("dependency_repair".to_string(), 1),
+            ("legacy_compat".to_string(), 2),
+            ("weaker_target".to_string(), 3)
+        ]
+    );
+}

@@ -5,6 +5,7 @@
 mod artifacts;
 pub mod calibrate;
 mod classify;
+pub mod classify_tags;
 mod env_diff;
 mod event;
 mod trial;

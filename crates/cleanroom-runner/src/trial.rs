@@ -156,6 +156,10 @@ fn run(
         record.stage = verdict.stage;
         record.verdict = Some(verdict);
     }
+    if record.outcome == Outcome::Failed {
+        let log = |name: &str| files.iter().find(|f| f.name == name).map_or(&[][..], |f| f.bytes.as_slice());
+        record.tags = crate::classify_tags::tags(log("agent.log"), log("verify.log"), record);
+    }
     Ok(true)
 }
 

@@ -140,7 +140,10 @@ mod tests {
         assert_eq!(super::join_url(doc, "https://files.example/x.tar.gz"), "https://files.example/x.tar.gz");
         assert_eq!(super::join_url(doc, "/packages/x.tar.gz"), "https://pypi.org/packages/x.tar.gz");
         assert_eq!(super::join_url(doc, "//files.example/x.tar.gz"), "https://files.example/x.tar.gz");
-        assert_eq!(super::join_url("https://pypi.org/pypi/a/1.0/json", "./x.zip"), "https://pypi.org/pypi/a/1.0/x.zip");
+        assert_eq!(
+            super::join_url("https://pypi.org/pypi/a/1.0/json", "./x.zip"),
+            "https://pypi.org/pypi/a/1.0/x.zip"
+        );
     }
 
     use super::*;
