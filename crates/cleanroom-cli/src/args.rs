@@ -200,8 +200,9 @@ pub enum ReportSlice {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A run directory, or a run id under --runs-dir.
-    #[arg(required = true, value_name = "RUN")]
+    /// A run directory, or a run id under --runs-dir. None: every run in
+    /// the results index of --runs-dir (index.sqlite).
+    #[arg(value_name = "RUN")]
     pub runs: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "md")]
     pub format: ReportFormat,

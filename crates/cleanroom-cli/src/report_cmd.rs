@@ -13,7 +13,7 @@ use cleanroom_report::{
     render_csv, render_html, render_json, render_junit, render_markdown, Report, ReportInput, RunInput,
     SliceBy, TaskInfo,
 };
-use cleanroom_store::{RunConfig, RunDir, StoreError, TrialRecord, RESULT_FILE};
+use cleanroom_store::{Index, RunConfig, RunDir, StoreError, TrialRecord, RESULT_FILE};
 
 use crate::args::{ReportArgs, ReportFormat, ReportSlice};
 use crate::error::{input, internal, CliError};
@@ -23,6 +23,9 @@ pub fn report(args: ReportArgs) -> Result<(), CliError> {
     let mut runs = Vec::new();
     let mut task_dirs: Vec<PathBuf> = Vec::new();
     let mut seen = BTreeSet::new();
+    if args.runs.is_empty() {
+        runs = from_index(&args.runs_dir, &mut task_dirs)?;
+    }
     for run in &args.runs {
         let path = resolve(run, &args.runs_dir)?;
         if !seen.insert(path.canonicalize().unwrap_or_else(|_| path.clone())) {
@@ -65,6 +68,32 @@ pub fn report(args: ReportArgs) -> Result<(), CliError> {
         None => print!("{text}"),
     }
     Ok(())
+}
+
+/// Every run of the results index in `runs_dir`, across runs: the index
+/// is derived from the run directories (`cleanroom index rebuild`).
+fn from_index(runs_dir: &Path, task_dirs: &mut Vec<PathBuf>) -> Result<Vec<RunInput>, CliError> {
+    if !runs_dir.join(cleanroom_store::INDEX_FILE).is_file() {
+        return Err(input(format!(
+            "no RUN given and no results index in {}: give run directories, or run `cleanroom index rebuild --out {}`",
+            runs_dir.display(),
+            runs_dir.display()
+        )));
+    }
+    let index = Index::open(runs_dir).map_err(input)?;
+    let mut runs = Vec::new();
+    for run in index.runs().map_err(input)? {
+        for dir in &run.config.tasks {
+            let dir = PathBuf::from(dir);
+            if !task_dirs.contains(&dir) {
+                task_dirs.push(dir);
+            }
+        }
+        let records = index.trials(std::slice::from_ref(&run.run_id)).map_err(input)?;
+        let agents = run.config.agents.iter().map(|a| a.id.clone()).collect();
+        runs.push(RunInput { run_id: run.run_id, agents, records });
+    }
+    Ok(runs)
 }
 
 /// A run directory as given, else `<runs_dir>/<run>`.

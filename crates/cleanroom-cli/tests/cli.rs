@@ -539,3 +539,34 @@ fn failed_trials_carry_tags_with_evidence() {
         ]
     );
 }
+
+#[test]
+fn report_reads_every_run_of_the_index() {
+    let out = temp_out("report-index");
+    for agent in ["nop", "oracle"] {
+        let run = cleanroom()
+            .args([
+                "run",
+                "--tasks",
+                &fixtures("tests/fixtures/tasks-adversarial"),
+                "--agent",
+                agent,
+                "--out",
+            ])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{}", text(&run));
+    }
+    let report = cleanroom().args(["report", "--runs-dir"]).arg(&out).output().unwrap();
+    let md = text(&report);
+    assert!(report.status.success(), "{md}");
+    let overall = md.lines().find(|l| l.starts_with("| **Overall**")).unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        overall.contains("0/1 (0.0%)") && overall.contains("1/1 (100.0%)"),
+        "both runs, from the index: {overall}"
+    );
+    let empty = temp_out("report-no-index");
+    let none = cleanroom().args(["report", "--runs-dir"]).arg(&empty).output().unwrap();
+    assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+}
