@@ -1,12 +1,14 @@
 //! The run's lock: an exclusive `flock` on `<run>/.lock`, held while a
 //! `RunDir` lives, so two cleanroom processes never write one run. The
 //! kernel drops it when the holder dies, so a crashed run never stays
-//! locked. The holder writes its pid into the file for the error message.
+//! locked. The holder writes its pid into the file: for the error message,
+//! and to tell a live holder from the dying children of a killed one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::StoreError;
 
@@ -30,17 +32,37 @@ impl RunLock {
             .truncate(false)
             .open(&path)
             .map_err(|e| StoreError::io("open lock file", &path, e))?;
-        // SAFETY: flock on a descriptor that `file` owns and keeps open.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let err = io::Error::last_os_error();
-            if err.kind() == io::ErrorKind::WouldBlock {
-                return Err(StoreError::InUse { path: run.to_path_buf(), pid: holder_pid(&path) });
+        // A holder of record that is dead (killed with SIGKILL) can leave the
+        // lock shared for a few milliseconds with children it was forking:
+        // they close it as they exec or die. Wait for those, never for a
+        // live cleanroom.
+        let deadline = Instant::now() + DEAD_HOLDER_GRACE;
+        loop {
+            // SAFETY: flock on a descriptor that `file` owns and keeps open.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                break;
             }
-            return Err(StoreError::io("lock", path, err));
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::WouldBlock {
+                return Err(StoreError::io("lock", path, err));
+            }
+            let pid = holder_pid(&path);
+            if pid.is_none_or(is_alive) || Instant::now() >= deadline {
+                return Err(StoreError::InUse { path: run.to_path_buf(), pid });
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
         write_pid(&mut file, &path)?;
         Ok(RunLock { _file: file })
     }
+}
+
+/// How long a lock whose holder of record is dead may stay taken.
+const DEAD_HOLDER_GRACE: Duration = Duration::from_secs(10);
+
+fn is_alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
 }
 
 fn write_pid(file: &mut File, path: &Path) -> Result<(), StoreError> {

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use crate::backend::Network;
 use crate::error::EnvError;
-use crate::sandbox::{caps, join_cgroups, pipe, tool};
+use crate::sandbox::{caps, join_cgroups, pipe, spawn, tool};
 
 /// What bubblewrap execs once unblocked: nothing, on purpose.
 const NO_COMMAND: &str = "/proc/cleanroom-phase-ended";
@@ -225,6 +225,7 @@ fn read_only_kernel_knobs(holder: i32) -> Result<(), EnvError> {
     if pid == 0 {
         // SAFETY: forked child; raw system calls, then _exit.
         unsafe {
+            spawn::close_all_but(&mut [mnt.as_raw_fd(), root.as_raw_fd()]);
             if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
                 || libc::fchdir(root.as_raw_fd()) != 0
                 || libc::chroot(c".".as_ptr()) != 0

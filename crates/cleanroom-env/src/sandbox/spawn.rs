@@ -47,6 +47,9 @@ struct Prepared {
     keep_mask: u64,
     last_cap: u32,
     seccomp: Vec<libc::sock_filter>,
+    /// The harness's pid, to notice a parent that died before the fork
+    /// could ask to die with it.
+    parent: i32,
 }
 
 fn cstring(s: &str, what: &str) -> Result<CString, EnvError> {
@@ -98,6 +101,8 @@ fn prepare(target: &Target, req: &ExecRequest) -> Result<Prepared, EnvError> {
         keep_mask: caps::kept_mask(),
         last_cap: caps::last_cap(),
         seccomp: seccomp::program(),
+        // SAFETY: getpid has no preconditions.
+        parent: unsafe { libc::getpid() },
     })
 }
 
@@ -132,7 +137,25 @@ const SETUP_FAILED: i32 = 125;
 unsafe fn intermediate(p: &Prepared, out_w: RawFd, err_w: RawFd, report_w: RawFd) -> ! {
     // SAFETY: only raw system calls on data prepared before the fork.
     unsafe {
+        // A fork that never execs holds every descriptor of the harness
+        // (the run's lock among them): drop all but what is needed, first.
+        let mut keep = [0i32; 16];
+        let mut n = 0;
+        for fd in [out_w, err_w, report_w, p.devnull.as_raw_fd(), p.root_fd.as_raw_fd()]
+            .into_iter()
+            .chain(p.ns_fds.iter().map(|f| f.as_raw_fd()))
+            .chain(p.cgroup_fds.iter().map(|f| f.as_raw_fd()))
+        {
+            if n < keep.len() {
+                keep[n] = fd;
+                n += 1;
+            }
+        }
+        close_all_but(&mut keep[..n]);
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != p.parent {
+            libc::_exit(SETUP_FAILED);
+        }
         libc::prctl(libc::PR_SET_DUMPABLE, 0);
         libc::dup2(err_w, 2);
         for fd in &p.cgroup_fds {
@@ -148,19 +171,8 @@ unsafe fn intermediate(p: &Prepared, out_w: RawFd, err_w: RawFd, report_w: RawFd
         if libc::fchdir(p.root_fd.as_raw_fd()) != 0 || libc::chroot(c".".as_ptr()) != 0 {
             die(b"cleanroom: cannot enter the environment's root", SETUP_FAILED);
         }
-        // A fork that never execs keeps every descriptor of the harness (the
-        // run's lock among them) for as long as the command runs: keep only
-        // what is still needed.
-        let mut keep = [out_w, err_w, report_w, p.devnull.as_raw_fd()];
-        keep.sort_unstable();
-        let mut next = 3;
-        for fd in keep {
-            if fd > next {
-                libc::syscall(libc::SYS_close_range, next as u32, (fd - 1) as u32, 0u32);
-            }
-            next = next.max(fd + 1);
-        }
-        libc::syscall(libc::SYS_close_range, next as u32, u32::MAX, 0u32);
+        // The namespaces are joined: only the pipes and /dev/null remain.
+        close_all_but(&mut [out_w, err_w, report_w, p.devnull.as_raw_fd()]);
         let pid = libc::fork();
         if pid < 0 {
             die(b"cleanroom: fork failed", SETUP_FAILED);
@@ -239,6 +251,22 @@ unsafe fn grandchild(p: &Prepared, out_w: RawFd, err_w: RawFd) -> ! {
         libc::execve(p.argv[0].as_ptr(), argv.as_ptr(), envp.as_ptr());
         die(b"cleanroom: cannot execute the command", 127)
     }
+}
+
+/// Closes every descriptor from 3 up but those in `keep`; raw system calls
+/// only, for forked children (sorts `keep` in place, no allocation).
+pub(crate) unsafe fn close_all_but(keep: &mut [i32]) {
+    keep.sort_unstable();
+    let mut next = 3;
+    for &fd in keep.iter() {
+        if fd > next {
+            // SAFETY: closing descriptors of this process only.
+            unsafe { libc::syscall(libc::SYS_close_range, next as u32, (fd - 1) as u32, 0u32) };
+        }
+        next = next.max(fd + 1);
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_close_range, next as u32, u32::MAX, 0u32) };
 }
 
 const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
