@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cleanroom_task::{load_task, materialize_artifact, FetchError, Task};
-use common::{fixtures, write_task, BASE, CHECK};
+use common::{bz2, fixtures, gz, write_task, xz, BASE, CHECK};
 use sha2::{Digest, Sha256};
 
 fn mode(p: &Path) -> u32 {
@@ -140,24 +140,6 @@ fn tar_bytes(entries: &[Entry]) -> Vec<u8> {
         b.append(&h, e.data).unwrap();
     }
     b.into_inner().unwrap()
-}
-
-fn gz(bytes: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-fn bz2(bytes: &[u8]) -> Vec<u8> {
-    let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-fn xz(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    lzma_rs::xz_compress(&mut &bytes[..], &mut out).unwrap();
-    out
 }
 
 fn package_entries() -> Vec<Entry> {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use cleanroom_task::{
     load_task, materialize_artifact, materialize_artifact_with, FetchError, FetchOptions, Task,
 };
-use common::{write_task, BASE, CHECK};
+use common::{gz, write_task, xz, BASE, CHECK};
 use sha2::{Digest, Sha256};
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -50,18 +50,6 @@ fn tar_of(files: &[(&str, &[u8])]) -> Vec<u8> {
         b.append(&h, *data).unwrap();
     }
     b.into_inner().unwrap()
-}
-
-fn gz(bytes: &[u8]) -> Vec<u8> {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    e.write_all(bytes).unwrap();
-    e.finish().unwrap()
-}
-
-fn xz(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    lzma_rs::xz_compress(&mut &bytes[..], &mut out).unwrap();
-    out
 }
 
 // ---- crate: the real registry ----

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub const BASE: &str =
@@ -48,4 +49,24 @@ pub fn assert_error(errors: &[String], file: &str, line: usize, key: &str, fragm
         "no error starting with {head:?} containing {fragment:?} in:\n{}",
         errors.join("\n")
     );
+}
+
+// Compressors the fetch tests build archives with.
+
+pub fn gz(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+pub fn bz2(bytes: &[u8]) -> Vec<u8> {
+    let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::default());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+pub fn xz(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    lzma_rs::xz_compress(&mut &bytes[..], &mut out).unwrap();
+    out
 }
