@@ -1,16 +1,24 @@
 //! Agents: what acts in an environment before the hidden verifier runs.
 //! `oracle` runs the task's reference setup, `nop` does nothing, `script:PATH`
-//! runs a shell script of the user's as the agent.
+//! runs a shell script of the user's as the agent, `llm:MODEL` is the
+//! built-in tool-calling agent, `command:NAME` an external agent CLI.
 
+pub mod config;
+pub mod external;
+pub mod llm;
 mod spec;
 mod workspace;
 
+pub use config::{Config, ConfigError};
+pub use llm::gate::GateMode;
 pub use spec::{AgentSpec, SpecError};
 pub use workspace::{agent_environment, instruction_text, populate_workspace, WORKSPACE};
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cleanroom_env::{CancelToken, Captured, EnvError, Environment, ExecRequest, ExitStatus};
+use cleanroom_env::{CancelToken, Captured, EnvError, Environment, ExecRequest, ExitStatus, HostMount};
+use cleanroom_model::Usage;
 use cleanroom_task::Task;
 
 /// Why the agent phase ended.
@@ -20,10 +28,27 @@ pub enum Stop {
     Finished,
     /// Its wall-clock budget ran out.
     Timeout,
+    /// Its step, token or cost budget ran out.
+    Budget,
     /// Killed by a signal the harness did not send (e.g. out of memory).
     Crash,
+    /// Its model API failed (after retries), stalled, or answered garbage.
+    ModelError,
     /// The run was interrupted (Ctrl-C): the trial has no result.
     Interrupted,
+}
+
+impl Stop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Finished => "finished",
+            Stop::Timeout => "timeout",
+            Stop::Budget => "budget",
+            Stop::Crash => "crash",
+            Stop::ModelError => "model_error",
+            Stop::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// What an agent did.
@@ -34,26 +59,92 @@ pub struct AgentRun {
     pub duration: Duration,
     /// Everything it printed, both streams in order (bounded: head and tail).
     pub output: Captured,
+    /// For agents that use a model: what that cost and what was said.
+    pub model: Option<ModelRecord>,
+}
+
+/// The model side of an agent run.
+#[derive(Debug, Clone, Default)]
+pub struct ModelRecord {
+    /// The model's name in the configuration.
+    pub model: String,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub requests: u32,
+    pub retries: u32,
+    /// ATIF (trajectory.json).
+    pub trajectory: Option<serde_json::Value>,
+    /// Every request and response, as JSON lines (model-exchanges.jsonl).
+    pub exchanges: Vec<u8>,
+    /// The agent's own logs (file name, bytes), for external agents.
+    pub native_logs: Vec<(String, Vec<u8>)>,
+    /// Why the model side stopped the agent, if it did.
+    pub error: Option<String>,
+    /// The gate as result.json records it.
+    pub gate: &'static str,
 }
 
 /// Most bytes of agent output kept (half head, half tail).
 pub const AGENT_OUTPUT_LIMIT: usize = 8 << 20;
 
-/// Runs `agent` in `env`, whose agent phase has begun and whose workspace
-/// is populated. `time_multiplier` scales the task's budgets.
+/// What agents of a run share: the configuration, budgets and the gate.
+pub struct AgentContext<'a> {
+    pub config: &'a Config,
+    pub max_steps: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub gate: GateMode,
+    pub time_multiplier: f64,
+    /// Installed external agents by name (see [`external::install`]).
+    pub installed: &'a std::collections::BTreeMap<String, PathBuf>,
+}
+
+impl AgentContext<'_> {
+    fn timeout(&self, task: &Task, agent: &AgentSpec) -> Duration {
+        let budget_sec = match agent {
+            AgentSpec::Oracle => task.spec.oracle.timeout_sec,
+            _ => task.spec.agent.timeout_sec,
+        };
+        Duration::from_secs_f64(budget_sec as f64 * self.time_multiplier.max(0.0))
+    }
+}
+
+/// Host directories the agent's phase must show (an external agent's
+/// installation, read-only).
+pub fn phase_mounts(agent: &AgentSpec, ctx: &AgentContext) -> Vec<HostMount> {
+    match agent {
+        AgentSpec::Command { name, .. } => ctx
+            .installed
+            .get(name)
+            .map(|prefix| {
+                vec![HostMount { host: prefix.clone(), path: prefix.to_string_lossy().into_owned() }]
+            })
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+/// The gate as result.json records it for this agent: agents without a
+/// finish the harness can see are not gated.
+pub fn recorded_gate(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> &'static str {
+    match agent {
+        AgentSpec::Llm { .. } => llm::gate::Gate::recorded(ctx.gate, task),
+        _ if ctx.gate == GateMode::Off => "off",
+        _ => "unsupported",
+    }
+}
+
+/// Runs `agent` in `env`, whose agent phase has begun (with
+/// [`phase_mounts`]) and whose workspace is populated.
 pub fn run_agent(
     agent: &AgentSpec,
     task: &Task,
     env: &dyn Environment,
-    time_multiplier: f64,
+    ctx: &AgentContext,
     cancel: &CancelToken,
 ) -> Result<AgentRun, EnvError> {
     let started = Instant::now();
-    let budget_sec = match agent {
-        AgentSpec::Oracle => task.spec.oracle.timeout_sec,
-        _ => task.spec.agent.timeout_sec,
-    };
-    let timeout = Duration::from_secs_f64(budget_sec as f64 * time_multiplier.max(0.0));
+    let timeout = ctx.timeout(task, agent);
     let argv = match agent {
         AgentSpec::Nop => {
             return Ok(AgentRun {
@@ -61,7 +152,24 @@ pub fn run_agent(
                 exit_code: Some(0),
                 duration: started.elapsed(),
                 output: Captured::new(0),
+                model: None,
             })
+        }
+        AgentSpec::Llm { model } => {
+            let config = ctx.config.model(model).map_err(EnvError::Phase)?;
+            let settings = llm::LlmSettings {
+                model_name: model,
+                model: config,
+                max_steps: ctx.max_steps,
+                max_tokens: ctx.max_tokens,
+                max_cost_usd: ctx.max_cost_usd,
+                gate: ctx.gate,
+                timeout,
+            };
+            return llm::run_llm(task, env, &settings, cancel);
+        }
+        AgentSpec::Command { name, model } => {
+            return external::run(name, model, task, env, ctx, timeout, cancel);
         }
         AgentSpec::Oracle => {
             let dir = workspace::copy_in_private(env, &task.solution_dir(), "solution")?;
@@ -87,11 +195,15 @@ pub fn run_agent(
         output_limit: AGENT_OUTPUT_LIMIT,
     };
     let out = env.exec(&req, cancel)?;
-    let (stop, exit_code) = match out.status {
-        ExitStatus::Exited(code) => (Stop::Finished, Some(code)),
+    let (stop, exit_code) = stop_of(&out.status);
+    Ok(AgentRun { stop, exit_code, duration: started.elapsed(), output: out.combined, model: None })
+}
+
+pub(crate) fn stop_of(status: &ExitStatus) -> (Stop, Option<i32>) {
+    match status {
+        ExitStatus::Exited(code) => (Stop::Finished, Some(*code)),
         ExitStatus::Signaled(sig) => (Stop::Crash, Some(128 + sig)),
         ExitStatus::TimedOut => (Stop::Timeout, None),
         ExitStatus::Cancelled => (Stop::Interrupted, None),
-    };
-    Ok(AgentRun { stop, exit_code, duration: started.elapsed(), output: out.combined })
+    }
 }

@@ -3,6 +3,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::config::Config;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentSpec {
     /// Runs the task's solution/setup.sh.
@@ -11,25 +13,33 @@ pub enum AgentSpec {
     Nop,
     /// A script on the host, copied in and run as the agent.
     Script(PathBuf),
+    /// The built-in agent with a model of the configuration.
+    Llm { model: String },
+    /// An external agent CLI of the configuration, with a model.
+    Command { name: String, model: String },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
-    #[error("agent `{0}`: unknown kind (expected oracle, nop or script:PATH)")]
+    #[error(
+        "agent `{0}`: unknown kind (expected oracle, nop, script:PATH, llm:MODEL or command:NAME[@MODEL])"
+    )]
     Unknown(String),
-    #[error("agent `{spec}`: {what} is not available yet")]
-    NotYet { spec: String, what: &'static str },
+    #[error("agent `{spec}`: {why}")]
+    Config { spec: String, why: String },
     #[error("agent `{spec}`: {path}: {why}")]
     Script { spec: String, path: String, why: String },
 }
 
 impl AgentSpec {
-    pub fn parse(spec: &str) -> Result<AgentSpec, SpecError> {
+    /// Parses a SPEC; models and external agents must be in `config`.
+    pub fn parse(spec: &str, config: &Config) -> Result<AgentSpec, SpecError> {
         match spec {
             "oracle" => return Ok(AgentSpec::Oracle),
             "nop" => return Ok(AgentSpec::Nop),
             _ => {}
         }
+        let config_err = |why: String| SpecError::Config { spec: spec.into(), why };
         if let Some(path) = spec.strip_prefix("script:") {
             let bad = |why: String| SpecError::Script { spec: spec.into(), path: path.into(), why };
             let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string().to_lowercase()))?;
@@ -39,14 +49,29 @@ impl AgentSpec {
             let abs = std::fs::canonicalize(path).map_err(|e| bad(e.to_string()))?;
             return Ok(AgentSpec::Script(abs));
         }
-        for (prefix, what) in
-            [("command:", "external agent CLIs (command:)"), ("llm:", "the built-in LLM agent (llm:)")]
-        {
-            if spec.starts_with(prefix) {
-                return Err(SpecError::NotYet { spec: spec.into(), what });
-            }
+        if let Some(model) = spec.strip_prefix("llm:") {
+            config.model(model).map_err(config_err)?;
+            return Ok(AgentSpec::Llm { model: model.to_string() });
+        }
+        if let Some(rest) = spec.strip_prefix("command:") {
+            let (name, model) = match rest.split_once('@') {
+                Some((n, m)) => (n, Some(m.to_string())),
+                None => (rest, None),
+            };
+            let agent = config.agent(name).map_err(config_err)?;
+            let model = model.or_else(|| agent.model.clone()).unwrap_or_else(|| "local".to_string());
+            config.model(&model).map_err(config_err)?;
+            return Ok(AgentSpec::Command { name: name.to_string(), model });
         }
         Err(SpecError::Unknown(spec.into()))
+    }
+
+    /// The configured model this agent uses, if any.
+    pub fn model(&self) -> Option<&str> {
+        match self {
+            AgentSpec::Llm { model } | AgentSpec::Command { model, .. } => Some(model),
+            _ => None,
+        }
     }
 }
 
@@ -61,24 +86,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_the_three_kinds() {
-        assert_eq!(AgentSpec::parse("oracle").unwrap(), AgentSpec::Oracle);
-        assert_eq!(AgentSpec::parse("nop").unwrap(), AgentSpec::Nop);
+    fn parses_every_kind() {
+        let config = Config::built_in();
+        assert_eq!(AgentSpec::parse("oracle", &config).unwrap(), AgentSpec::Oracle);
+        assert_eq!(AgentSpec::parse("nop", &config).unwrap(), AgentSpec::Nop);
         let script = std::env::temp_dir().join(format!("agent-spec-{}.sh", std::process::id()));
         std::fs::write(&script, "#!/bin/sh\ntrue\n").unwrap();
-        let parsed = AgentSpec::parse(&format!("script:{}", script.display())).unwrap();
+        let parsed = AgentSpec::parse(&format!("script:{}", script.display()), &config).unwrap();
         assert!(matches!(parsed, AgentSpec::Script(ref p) if p.is_absolute()));
         assert!(has_shebang(&script));
         std::fs::remove_file(script).unwrap();
+        assert_eq!(AgentSpec::parse("llm:local", &config).unwrap(), AgentSpec::Llm { model: "local".into() });
     }
 
     #[test]
     fn bad_specs_say_what_is_expected() {
-        let err = AgentSpec::parse("orcale").unwrap_err().to_string();
-        assert!(err.contains("orcale") && err.contains("script:PATH"), "{err}");
-        let err = AgentSpec::parse("script:/no/such/agent.sh").unwrap_err().to_string();
+        let config = Config::built_in();
+        let err = AgentSpec::parse("orcale", &config).unwrap_err().to_string();
+        assert!(err.contains("orcale") && err.contains("script:PATH") && err.contains("llm:MODEL"), "{err}");
+        let err = AgentSpec::parse("script:/no/such/agent.sh", &config).unwrap_err().to_string();
         assert!(err.contains("/no/such/agent.sh") && err.contains("no such file"), "{err}");
-        let err = AgentSpec::parse("llm:local").unwrap_err().to_string();
-        assert!(err.contains("not available yet"), "{err}");
+        let err = AgentSpec::parse("llm:gpt-9", &config).unwrap_err().to_string();
+        assert!(err.contains("no model `gpt-9`") && err.contains("local"), "{err}");
+        let err = AgentSpec::parse("command:nobody", &config).unwrap_err().to_string();
+        assert!(err.contains("no external agent `nobody`"), "{err}");
     }
 }

@@ -11,6 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     about = "Can this agent deploy a research artifact on a fresh machine and run its designated experiment?"
 )]
 pub struct Cli {
+    /// The configuration (models, external agents); default ./cleanroom.toml,
+    /// then ~/.config/cleanroom/config.toml, over the built-in defaults.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -135,6 +139,16 @@ pub enum Gate {
     Enforced,
 }
 
+impl Gate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::Off => "off",
+            Gate::Advisory => "advisory",
+            Gate::Enforced => "enforced",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// A task directory, or a directory of tasks.
@@ -143,7 +157,7 @@ pub struct RunArgs {
     /// Run only this task (repeatable).
     #[arg(long = "task")]
     pub task_ids: Vec<String>,
-    /// oracle | nop | script:PATH (repeatable).
+    /// oracle | nop | script:PATH | llm:MODEL | command:NAME[@MODEL] (repeatable).
     #[arg(long = "agent", required_unless_present = "resume")]
     pub agents: Vec<String>,
     #[arg(long, default_value_t = 1)]
@@ -156,12 +170,19 @@ pub struct RunArgs {
     /// Parent directory of the run directories.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
+    /// Completion gate for llm: agents: on finish, run the task's public
+    /// experiment and report it (advisory) or refuse until it succeeds (enforced).
     #[arg(long, value_enum, default_value = "off")]
     pub gate: Gate,
-    /// Most steps of an llm: agent (recorded; oracle, nop and script agents
-    /// have no steps).
+    /// Most model requests of an llm: or command: agent.
     #[arg(long)]
     pub max_steps: Option<u32>,
+    /// Most tokens (prompt + completion) of an llm: or command: agent.
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
+    /// Most dollars of model use per trial (from the configured prices).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
     /// Scales every agent time budget.
     #[arg(long, default_value_t = 1.0)]
     pub timeout_multiplier: f64,

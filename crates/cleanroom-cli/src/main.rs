@@ -31,7 +31,7 @@ fn main() -> ExitCode {
         Command::Tasks(TasksCommand::Check(a)) => check_cmd::check(a),
         Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a),
         Command::Tasks(TasksCommand::New(a)) => new_cmd::new(a),
-        Command::Run(a) => run_cmd::run(a),
+        Command::Run(a) => run_cmd::run(a, cli.config.as_deref()),
         Command::Report(a) => report_cmd::report(a),
         Command::Index(args::IndexCommand::Rebuild(a)) => index_cmd::rebuild(a),
     };

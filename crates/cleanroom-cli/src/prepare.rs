@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use cleanroom_env::sandbox::{sweep, SandboxBackend};
 use cleanroom_env::{image, Backend, CancelToken};
-use cleanroom_runner::{stage_artifacts, AgentEntry, RunInput, Staged};
+use cleanroom_runner::{stage_artifacts, AgentEntry, AgentSetup, RunInput, Staged};
 use cleanroom_task::Task;
 
 use crate::error::{input, internal, CliError};
@@ -21,6 +21,8 @@ pub struct Prepared {
     pub image_digests: BTreeMap<String, String>,
     pub artifacts: Staged,
     staging: PathBuf,
+    /// What the task tools' agents (oracle, nop) get: nothing.
+    tool_agents: AgentSetup,
 }
 
 impl Prepared {
@@ -42,7 +44,7 @@ impl Prepared {
             retries: 1,
             timeout_multiplier: 1.0,
             allow_unlimited: false,
-            gate: "off".into(),
+            agent_setup: &self.tool_agents,
             backend: self.backend.as_ref(),
             images: &self.images,
             artifacts: &self.artifacts,
@@ -87,7 +89,7 @@ pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result
     let staging = home.join("staging").join(format!("{label}-{}", std::process::id()));
     let refs: Vec<&Task> = tasks.iter().collect();
     let artifacts = stage_artifacts(&refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
-    Ok(Prepared { backend, images, image_digests, artifacts, staging })
+    Ok(Prepared { backend, images, image_digests, artifacts, staging, tool_agents: AgentSetup::default() })
 }
 
 /// The task directories that DIRS name: a directory holding task.toml is

@@ -6,34 +6,56 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use cleanroom_agent::AgentSpec;
+use cleanroom_agent::{AgentSpec, Config, GateMode};
 use cleanroom_env::CancelToken;
 use cleanroom_report::{summary_table, trial_line};
-use cleanroom_runner::{plan, AgentEntry, Event, RunInput};
+use cleanroom_runner::{plan, AgentEntry, AgentSetup, Event, RunInput};
 use cleanroom_store::{
     agent_ids, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary, TrialRecord,
 };
 use cleanroom_task::{load_tasks, Task};
 
-use crate::args::{Gate, RunArgs};
+use crate::args::RunArgs;
 use crate::error::{input, internal, CliError};
 use crate::{interrupt, prepare};
 
-pub fn run(args: RunArgs) -> Result<(), CliError> {
+pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     let (existing, mut config) = match &args.resume {
         Some(path) => {
             let (dir, config) = resume(path, &args)?;
             (Some(dir), config)
         }
-        None => (None, fresh(&args)?),
+        None => (None, fresh(&args, config_file)?),
+    };
+    let agent_config = Config {
+        models: config.models.clone(),
+        agents: config.external_agents.clone(),
+        sources: config.config_sources.clone(),
     };
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
     let backend = prepare::backend(&config.backend)?;
     let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>()).map_err(input)?;
     let tasks = select_tasks(all_tasks, &config.task_ids)?;
-    let agents = parse_agents(&config)?;
+    let agents = parse_agents(&config, &agent_config)?;
+    check_api_keys(&agent_config)?;
     let prepared = prepare::prepare(backend, &tasks, &config.run_id)?;
+    let agent_setup = AgentSetup {
+        installed: cleanroom_agent::external::install_all(
+            &cleanroom_env::image::cleanroom_home(),
+            &config.external_agents.keys().cloned().collect::<Vec<_>>(),
+            &agent_config,
+            &mut |line| eprintln!("cleanroom: {line}"),
+        )
+        .map_err(|e| internal(format!("external agents: {e}")))?,
+        config: agent_config,
+        max_steps: config.max_steps,
+        max_tokens: config.max_tokens,
+        max_cost_usd: config.max_cost_usd,
+        gate: GateMode::parse(&config.gate).ok_or_else(|| {
+            input(format!("run.toml: gate `{}` is not off, advisory or enforced", config.gate))
+        })?,
+    };
     let run_dir = match existing {
         Some(dir) => dir,
         None => RunDir::create(&args.out, &config.run_id).map_err(internal)?,
@@ -78,7 +100,7 @@ pub fn run(args: RunArgs) -> Result<(), CliError> {
         retries: config.retries,
         timeout_multiplier: config.timeout_multiplier,
         allow_unlimited: config.allow_unlimited,
-        gate: config.gate.clone(),
+        agent_setup: &agent_setup,
         backend: prepared.backend.as_ref(),
         images: &prepared.images,
         artifacts: &prepared.artifacts,
@@ -163,7 +185,7 @@ fn write_files(
 ) -> Result<(), CliError> {
     for f in files {
         run_dir
-            .write_file(&record.task, &record.agent_id, record.trial, f.name, &f.bytes)
+            .write_file(&record.task, &record.agent_id, record.trial, &f.name, &f.bytes)
             .map_err(internal)?;
     }
     Ok(())
@@ -181,7 +203,7 @@ fn overall_rate(summary: &Summary) -> f64 {
     }
 }
 
-fn fresh(args: &RunArgs) -> Result<RunConfig, CliError> {
+fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliError> {
     if args.trials == 0 {
         return Err(input("--trials must be at least 1"));
     }
@@ -193,13 +215,21 @@ fn fresh(args: &RunArgs) -> Result<RunConfig, CliError> {
             return Err(input("--fail-under must be between 0 and 1"));
         }
     }
-    if args.gate != Gate::Off {
-        return Err(input(
-            "--gate advisory|enforced needs the llm: agent, which is not available yet; use --gate off",
-        ));
+    if args.max_cost.is_some_and(|c| c.is_nan() || c <= 0.0) {
+        return Err(input("--max-cost must be a positive number of dollars"));
     }
+    let agent_config = Config::load(config_file).map_err(input)?;
+    // Only what the run's agents use goes into run.toml.
+    let mut models = BTreeMap::new();
+    let mut external_agents = BTreeMap::new();
     for spec in &args.agents {
-        AgentSpec::parse(spec).map_err(input)?;
+        let parsed = AgentSpec::parse(spec, &agent_config).map_err(input)?;
+        if let Some(model) = parsed.model() {
+            models.insert(model.to_string(), agent_config.model(model).map_err(input)?.clone());
+        }
+        if let AgentSpec::Command { name, .. } = &parsed {
+            external_agents.insert(name.clone(), agent_config.agent(name).map_err(input)?.clone());
+        }
     }
     let tasks = args
         .tasks
@@ -228,10 +258,15 @@ fn fresh(args: &RunArgs) -> Result<RunConfig, CliError> {
             .collect(),
         trials: args.trials,
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())) as u32,
-        gate: "off".into(),
+        gate: args.gate.as_str().into(),
         timeout_multiplier: args.timeout_multiplier,
         retries: args.retries,
         max_steps: args.max_steps,
+        max_tokens: args.max_tokens,
+        max_cost_usd: args.max_cost,
+        config_sources: agent_config.sources.clone(),
+        models,
+        external_agents,
         allow_unlimited: args.allow_unlimited,
         fail_under: args.fail_under,
         artifacts: BTreeMap::new(),
@@ -268,13 +303,21 @@ fn select_tasks(all: Vec<Task>, ids: &[String]) -> Result<Vec<Task>, CliError> {
     Ok(all.into_iter().filter(|t| ids.contains(&t.id)).collect())
 }
 
-fn parse_agents(config: &RunConfig) -> Result<Vec<AgentEntry>, CliError> {
+/// A model whose key variable is unset would fail every trial: say so now.
+fn check_api_keys(config: &Config) -> Result<(), CliError> {
+    for (name, model) in &config.models {
+        model.api_key().map_err(|why| input(format!("model {name}: {why}")))?;
+    }
+    Ok(())
+}
+
+fn parse_agents(config: &RunConfig, agent_config: &Config) -> Result<Vec<AgentEntry>, CliError> {
     config
         .agents
         .iter()
         .map(|a| {
             Ok(AgentEntry {
-                spec: AgentSpec::parse(&a.spec).map_err(input)?,
+                spec: AgentSpec::parse(&a.spec, agent_config).map_err(input)?,
                 spec_text: a.spec.clone(),
                 id: a.id.clone(),
             })

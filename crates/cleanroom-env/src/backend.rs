@@ -119,6 +119,16 @@ pub enum Network {
     LoopbackOnly,
 }
 
+/// A host directory shown read-only inside the environment for one phase
+/// (an agent's own installation, for instance). The mount point leaves no
+/// trace in the environment once the phase ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostMount {
+    pub host: PathBuf,
+    /// Absolute path inside the environment.
+    pub path: String,
+}
+
 /// One path of the environment that differs from its base image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathChange {
@@ -174,7 +184,17 @@ pub trait Environment: Send {
     fn root(&self) -> &RootFs;
 
     /// Starts a phase. Fails if one is already running.
-    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError>;
+    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {
+        self.begin_phase_with(network, &[])
+    }
+
+    /// Starts a phase in which `mounts` are visible, read-only.
+    fn begin_phase_with(&mut self, network: Network, mounts: &[HostMount]) -> Result<(), EnvError>;
+
+    /// A TCP socket listening on the loopback address of the current phase's
+    /// network, at `port`: the harness serves it, processes inside connect
+    /// to 127.0.0.1:`port`. It stops working when the phase ends.
+    fn listen_loopback(&self, port: u16) -> Result<std::net::TcpListener, EnvError>;
 
     /// Runs a command in the current phase and waits for it. Processes it
     /// leaves behind live until the phase ends.

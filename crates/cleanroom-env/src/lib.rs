@@ -11,8 +11,8 @@ pub mod sandbox;
 pub mod time;
 
 pub use backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, LimitState, Limits,
-    Network, PathChange, PathChangeKind,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
+    Limits, Network, PathChange, PathChangeKind,
 };
 pub use cancel::CancelToken;
 pub use error::EnvError;

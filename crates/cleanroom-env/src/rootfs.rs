@@ -400,6 +400,28 @@ impl RootFs {
         Ok(removed)
     }
 
+    /// Whether `path` is a directory, resolved without following any link.
+    pub fn is_dir(&self, path: &str) -> bool {
+        rel_cstring(path).and_then(|rel| self.open_beneath(&rel, DIR_FLAGS)).is_ok()
+    }
+
+    /// Removes the directory at `path` if it is empty; a directory with
+    /// anything in it is left alone (Ok).
+    pub fn remove_dir_if_empty(&self, path: &str) -> io::Result<()> {
+        let comps = components(path)?;
+        let Some((name, parent)) = comps.split_last() else { return Ok(()) };
+        let parent_rel = CString::new(if parent.is_empty() { ".".into() } else { parent.join("/") })
+            .map_err(|_| nul_error())?;
+        let dir = self.open_beneath(&parent_rel, DIR_FLAGS).map_err(|e| context(e, path))?;
+        let name = CString::new(*name).map_err(|_| nul_error())?;
+        match unlinkat(dir.as_fd(), &name, libc::AT_REMOVEDIR) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST | libc::ENOENT)) => {
+                Ok(())
+            }
+            r => r.map_err(|e| context(e, path)),
+        }
+    }
+
     fn open_beneath(&self, rel: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
         let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
         openat2(self.dir.as_fd(), rel, flags, 0, resolve)

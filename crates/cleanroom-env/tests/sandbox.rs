@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use cleanroom_env::sandbox::SandboxBackend;
 use cleanroom_env::{
-    image, Backend, CancelToken, EnvSpec, Environment, ExecRequest, ExitStatus, LimitState, Network,
+    image, Backend, CancelToken, EnvSpec, Environment, ExecRequest, ExitStatus, HostMount, LimitState,
+    Network,
 };
 
 fn image_root() -> PathBuf {
@@ -280,5 +281,52 @@ fn helper_processes_hold_none_of_the_harness_files() {
         assert!(holders.is_empty(), "the forked helper {holders:?} held a harness file");
     });
     drop(held);
+    env.destroy().unwrap();
+}
+
+#[test]
+fn host_mounts_are_read_only_and_leave_no_trace() {
+    let host_dir = home().join("agent-prefix");
+    std::fs::create_dir_all(host_dir.join("bin")).unwrap();
+    std::fs::write(host_dir.join("bin/tool"), "installed on the host\n").unwrap();
+    let mut env = env_with(&spec());
+    let mount = HostMount { host: host_dir.clone(), path: "/var/lib/cleanroom-test/prefix".into() };
+    env.begin_phase_with(Network::LoopbackOnly, &[mount]).unwrap();
+    let (status, out) = sh(env.as_ref(), "cat /var/lib/cleanroom-test/prefix/bin/tool");
+    assert_eq!((status, out.as_str()), (ExitStatus::Exited(0), "installed on the host\n"));
+    let (status, out) = sh(
+        env.as_ref(),
+        "echo x > /var/lib/cleanroom-test/prefix/bin/tool; touch /var/lib/cleanroom-test/prefix/new; \
+         mount -o remount,rw /var/lib/cleanroom-test/prefix",
+    );
+    assert_ne!(status, ExitStatus::Exited(0), "{out}");
+    assert!(out.contains("Read-only file system"), "{out}");
+    env.end_phase().unwrap();
+    assert_eq!(std::fs::read_to_string(host_dir.join("bin/tool")).unwrap(), "installed on the host\n");
+    assert!(!host_dir.join("new").exists());
+    let diff = env.diff().unwrap();
+    assert!(diff.changes.is_empty(), "the mount point stayed behind: {:?}", diff.changes);
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, _) = sh(env.as_ref(), "test -e /var/lib/cleanroom-test");
+    assert_eq!(status, ExitStatus::Exited(1), "the next phase sees nothing of the mount");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn the_harness_serves_a_port_on_the_environments_own_loopback() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::Outbound).unwrap();
+    let listener = env.listen_loopback(47399).unwrap();
+    // The host's own loopback has nothing there: the socket is the phase's.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", 47399)).is_err());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        let mut got = String::new();
+        conn.read_to_string(&mut got).unwrap();
+        got
+    });
+    let (status, out) = sh(env.as_ref(), "echo hello from inside > /dev/tcp/127.0.0.1/47399");
+    assert_eq!(status, ExitStatus::Exited(0), "{out}");
+    assert_eq!(server.join().unwrap(), "hello from inside\n");
     env.destroy().unwrap();
 }

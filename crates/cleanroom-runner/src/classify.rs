@@ -9,7 +9,9 @@ pub(crate) fn stop_reason(stop: Stop) -> Option<StopReason> {
     match stop {
         Stop::Finished => Some(StopReason::Finished),
         Stop::Timeout => Some(StopReason::Timeout),
-        Stop::Crash => Some(StopReason::Crash),
+        Stop::Budget => Some(StopReason::Budget),
+        // A model API that failed for good ends the agent as a crash would.
+        Stop::Crash | Stop::ModelError => Some(StopReason::Crash),
         Stop::Interrupted => None,
     }
 }
@@ -24,8 +26,8 @@ pub(crate) fn classify(stop: Stop, verdict_passed: bool, tampered: bool) -> (Out
         FailureClass::Tampered
     } else {
         match stop {
-            Stop::Crash => FailureClass::AgentError,
-            Stop::Timeout => FailureClass::Budget,
+            Stop::Crash | Stop::ModelError => FailureClass::AgentError,
+            Stop::Timeout | Stop::Budget => FailureClass::Budget,
             Stop::Finished | Stop::Interrupted => FailureClass::SelfStop,
         }
     };

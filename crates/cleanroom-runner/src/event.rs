@@ -14,7 +14,7 @@ pub struct TrialKey {
 /// A file of a trial's directory (agent.log, verify.log, changes.txt).
 #[derive(Debug, Clone)]
 pub struct TrialFile {
-    pub name: &'static str,
+    pub name: String,
     pub bytes: Vec<u8>,
 }
 

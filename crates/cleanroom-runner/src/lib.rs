@@ -16,12 +16,12 @@ pub use event::{Event, TrialFile, TrialKey};
 pub use trial::PIDS_MAX;
 pub use vet::{check_tasks, Finding, Severity, TaskCheck};
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::sync::Mutex;
 
-use cleanroom_agent::AgentSpec;
+use cleanroom_agent::{AgentContext, AgentSpec, Config, GateMode};
 use cleanroom_env::{Backend, CancelToken};
 use cleanroom_store::Outcome;
 use cleanroom_task::Task;
@@ -45,12 +45,51 @@ pub struct RunInput<'a> {
     pub retries: u32,
     pub timeout_multiplier: f64,
     pub allow_unlimited: bool,
-    pub gate: String,
+    pub agent_setup: &'a AgentSetup,
     pub backend: &'a dyn Backend,
     /// Image name → its root file system.
     pub images: &'a HashMap<String, PathBuf>,
     pub artifacts: &'a Staged,
     pub cancel: CancelToken,
+}
+
+/// What agents that use models need: the configuration (models, external
+/// agents), the installed external agents, budgets, the gate.
+pub struct AgentSetup {
+    pub config: Config,
+    pub installed: BTreeMap<String, PathBuf>,
+    pub max_steps: Option<u32>,
+    pub max_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
+    pub gate: GateMode,
+}
+
+impl Default for AgentSetup {
+    /// The built-in configuration, nothing installed, no budgets, no gate.
+    fn default() -> AgentSetup {
+        AgentSetup {
+            config: Config::built_in(),
+            installed: BTreeMap::new(),
+            max_steps: None,
+            max_tokens: None,
+            max_cost_usd: None,
+            gate: GateMode::Off,
+        }
+    }
+}
+
+impl AgentSetup {
+    pub(crate) fn context(&self, time_multiplier: f64) -> AgentContext<'_> {
+        AgentContext {
+            config: &self.config,
+            max_steps: self.max_steps,
+            max_tokens: self.max_tokens,
+            max_cost_usd: self.max_cost_usd,
+            gate: self.gate,
+            time_multiplier,
+            installed: &self.installed,
+        }
+    }
 }
 
 /// Every trial of the run in a stable order: task, then agent, then number.

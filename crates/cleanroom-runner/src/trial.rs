@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use cleanroom_agent::{populate_workspace, run_agent, Stop};
+use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
 use cleanroom_env::{EnvError, EnvSpec, Globs, Network};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
@@ -41,7 +41,9 @@ pub(crate) fn attempt(
     verify_twice: bool,
 ) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
-    record.gate = input.gate.clone();
+    let ctx = input.agent_setup.context(input.timeout_multiplier);
+    record.gate = recorded_gate(&agent.spec, &ctx, task).to_string();
+    record.model = agent.spec.model().map(str::to_string);
     let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
     let gpus = if needs_gpu { task.spec.environment.gpus.max(1) } else { 0 };
     if let Some(reason) = input.backend.cannot_provide(gpus, task.spec.task.qemu) {
@@ -100,16 +102,18 @@ fn run(
     let mut env = input.backend.create(&spec)?;
     record.limits = Some(env.limits());
     let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
-    env.begin_phase(network)?;
+    let ctx = input.agent_setup.context(input.timeout_multiplier);
+    env.begin_phase_with(network, &phase_mounts(&agent.spec, &ctx))?;
     populate_workspace(env.as_ref(), task, &staged.dir)?;
     record.timings.environment = started.elapsed().as_secs_f64();
 
-    let agent_run = run_agent(&agent.spec, task, env.as_ref(), input.timeout_multiplier, &input.cancel);
+    let agent_run = run_agent(&agent.spec, task, env.as_ref(), &ctx, &input.cancel);
     // Every process the agent started dies here, on every path.
     let ended = env.end_phase();
     let agent_run = agent_run?;
     ended?;
-    files.push(TrialFile { name: "agent.log", bytes: agent_run.output.to_bytes() });
+    files.push(file("agent.log", agent_run.output.to_bytes()));
+    record_model_side(&agent_run, record, files);
     record.timings.agent = agent_run.duration.as_secs_f64();
     if agent_run.stop == Stop::Interrupted {
         return Ok(false);
@@ -120,17 +124,17 @@ fn run(
     let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
     let diff = env.diff()?;
-    files.push(TrialFile { name: "env-diff.txt", bytes: env_diff::render(&diff, dest).into_bytes() });
+    files.push(file("env-diff.txt", env_diff::render(&diff, dest).into_bytes()));
     let after = env.root().manifest(dest).map_err(|e| EnvError::io(format!("list {dest}"), e))?;
     let protected = Globs::new(&task.spec.verify.protected).map_err(EnvError::Phase)?;
     let changes = Changes::compare(&staged.manifest, &after, &protected);
-    files.push(TrialFile { name: "changes.txt", bytes: changes.render().into_bytes() });
+    files.push(file("changes.txt", changes.render().into_bytes()));
     record.changes = Some(count(&changes));
     record.tampered = changes.tampered.clone();
 
     let mut verify_log = Vec::new();
     let verdict = run_pipeline(env.as_mut(), task, &input.cancel, &mut verify_log);
-    files.push(TrialFile { name: "verify.log", bytes: verify_log });
+    files.push(file("verify.log", verify_log));
     let verdict = match verdict {
         Ok(verdict) => Some(verdict),
         // The agent filled its disk: the verifier could not even be copied
@@ -161,6 +165,37 @@ fn run(
         record.tags = crate::classify_tags::tags(log("agent.log"), log("verify.log"), record);
     }
     Ok(true)
+}
+
+fn file(name: &str, bytes: Vec<u8>) -> TrialFile {
+    TrialFile { name: name.to_string(), bytes }
+}
+
+/// Tokens, cost and the model's error into the record; the trajectory, the
+/// exchanges and the agent's own logs into the trial's files.
+fn record_model_side(run: &AgentRun, record: &mut TrialRecord, files: &mut Vec<TrialFile>) {
+    let Some(m) = &run.model else { return };
+    record.tokens.prompt = m.usage.prompt;
+    record.tokens.completion = m.usage.completion;
+    record.tokens.cached = m.usage.cached;
+    record.cost_usd = m.cost_usd;
+    record.steps = Some(m.requests);
+    if let Some(why) = &m.error {
+        record.error = Some(why.clone());
+    }
+    if let Some(t) = &m.trajectory {
+        files.push(file("trajectory.json", serde_json::to_vec_pretty(t).unwrap_or_default()));
+    }
+    files.push(file("model-exchanges.jsonl", m.exchanges.clone()));
+    for (name, bytes) in &m.native_logs {
+        // A name of the agent's choosing never becomes a path or result.json.
+        let base = name
+            .rsplit('/')
+            .next()
+            .unwrap_or("log")
+            .replace(|c: char| !c.is_ascii_alphanumeric() && c != '.' && c != '-' && c != '_', "_");
+        files.push(file(&format!("agent-own-{base}"), bytes.clone()));
+    }
 }
 
 fn is_disk_full(e: &EnvError) -> bool {

@@ -38,7 +38,9 @@ pub struct TrialRecord {
     pub exit_code: Option<i32>,
     /// How far the hidden pipeline got; `none` without a verdict.
     pub stage: VerdictStage,
-    /// The quality gate's mode: `off`, `advisory` or `enforced`.
+    /// The completion gate: `off`, `advisory`, `enforced`, `unavailable`
+    /// (the task has no public experiment command) or `unsupported` (the
+    /// agent has no finish the harness sees).
     pub gate: String,
     pub timings: Timings,
     pub tokens: Tokens,
@@ -53,9 +55,13 @@ pub struct TrialRecord {
     /// Which attempt this is, from 1; earlier ones ended in infra errors.
     #[serde(default = "first_attempt")]
     pub attempt: u32,
-    /// The infra error, when `outcome` is `infra_error`.
+    /// The infra error, when `outcome` is `infra_error`; the model API's
+    /// failure or the budget that ran out, for agents that use a model.
     #[serde(default)]
     pub error: Option<String>,
+    /// Model requests made, for agents that use a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u32>,
     /// RFC 3339, UTC.
     #[serde(default)]
     pub started_at: String,
@@ -218,6 +224,7 @@ impl TrialRecord {
             limits: None,
             attempt,
             error: None,
+            steps: None,
             started_at: now.clone(),
             finished_at: now,
             changes: None,

@@ -35,6 +35,20 @@ pub struct RunConfig {
     pub retries: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
+    /// The configuration files read, for the record.
+    #[serde(default)]
+    pub config_sources: Vec<String>,
+    /// The models the run's agents use, as configured (keys by variable
+    /// name only).
+    #[serde(default)]
+    pub models: BTreeMap<String, cleanroom_model::ModelConfig>,
+    /// The external agents the run uses, with their scripts.
+    #[serde(default)]
+    pub external_agents: BTreeMap<String, cleanroom_model::ExternalAgent>,
     #[serde(default)]
     pub allow_unlimited: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]

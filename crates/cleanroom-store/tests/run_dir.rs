@@ -23,6 +23,11 @@ fn config(run_id: &str) -> RunConfig {
         timeout_multiplier: 1.5,
         retries: 1,
         max_steps: None,
+        max_tokens: None,
+        max_cost_usd: None,
+        config_sources: Vec::new(),
+        models: Default::default(),
+        external_agents: Default::default(),
         allow_unlimited: false,
         fail_under: Some(0.5),
         artifacts: BTreeMap::from([(
@@ -88,8 +93,15 @@ fn run_toml_round_trips_and_says_no_secrets() {
     let mut c = config("r1");
     c.max_steps = Some(30);
     c.fail_under = None;
+    let model: cleanroom_model::ModelConfig = toml::from_str(
+        "base_url = \"https://api.example.com/v1\"\napi_key_env = \"EXAMPLE_API_KEY\"\nmodel = \"big-1\"\n",
+    )
+    .unwrap();
+    c.models.insert("big".into(), model);
     run.write_run_config(&c).unwrap();
     let text = fs::read_to_string(run.path().join("run.toml")).unwrap();
+    assert!(text.contains("api_key_env = \"EXAMPLE_API_KEY\""), "{text}");
+    assert_eq!(run.read_run_config().unwrap(), c);
     assert!(text.starts_with("# "), "{text}");
     assert!(text.contains("never holds secrets"), "{text}");
     assert!(text.contains("[[agents]]"), "{text}");

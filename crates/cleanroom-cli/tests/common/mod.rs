@@ -30,3 +30,4 @@ pub fn fixtures(rel: &str) -> String {
 pub fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
+pub mod scripted_model;

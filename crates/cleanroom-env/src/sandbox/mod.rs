@@ -27,7 +27,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Network,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, HostMount, LimitState, Limits, Network,
 };
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
@@ -99,6 +99,9 @@ pub struct SandboxEnv {
     keeper: Option<keeper::Keeper>,
     root: Option<RootFs>,
     phase: Option<phase::Holder>,
+    /// Directories made as mount points for the current phase's host
+    /// mounts, outermost first; removed again when the phase ends.
+    mount_points: Vec<String>,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -130,6 +133,7 @@ impl SandboxEnv {
             keeper: None,
             root: None,
             phase: None,
+            mount_points: Vec::new(),
         };
         env.limits.disk = LimitState::Enforced;
         env.check_limits(spec.allow_unlimited)?;
@@ -185,6 +189,33 @@ impl SandboxEnv {
         Ok(())
     }
 
+    /// Makes the directories of `path` that are missing, remembering them.
+    fn make_mount_point(&mut self, path: &str) -> Result<(), EnvError> {
+        let root = self.root.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        let mut prefix = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            prefix.push('/');
+            prefix.push_str(part);
+            if !root.is_dir(&prefix) {
+                root.create_dir_all(&prefix, 0o755)
+                    .map_err(|e| EnvError::io(format!("mount point {prefix}"), e))?;
+                self.mount_points.push(prefix.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Best effort: a mount point the phase filled (a sibling file the agent
+    /// made) stays, and shows in the environment's diff as the agent's doing.
+    fn remove_mount_points(&mut self) {
+        if let Some(root) = self.root.as_ref() {
+            for dir in self.mount_points.iter().rev() {
+                let _ = root.remove_dir_if_empty(dir);
+            }
+        }
+        self.mount_points.clear();
+    }
+
     fn teardown(&mut self) -> Result<(), EnvError> {
         let mut first_err = None;
         let mut note = |r: Result<(), EnvError>| {
@@ -224,14 +255,30 @@ impl Environment for SandboxEnv {
         self.root.as_ref().expect("the root is open until destroy")
     }
 
-    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {
+    fn begin_phase_with(&mut self, network: Network, mounts: &[HostMount]) -> Result<(), EnvError> {
         if self.phase.is_some() {
             return Err(EnvError::Phase("a phase is already running".into()));
         }
         let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        let keeper_pid = keeper.pid();
+        for mount in mounts {
+            self.make_mount_point(&mount.path)?;
+        }
         let merged = self.dir.join("root");
-        self.phase = Some(phase::Holder::start(keeper.pid(), &merged, network, &self.cgroup.procs_files())?);
+        let procs = self.cgroup.procs_files();
+        match phase::Holder::start(keeper_pid, &merged, network, mounts, &procs) {
+            Ok(holder) => self.phase = Some(holder),
+            Err(e) => {
+                self.remove_mount_points();
+                return Err(e);
+            }
+        }
         Ok(())
+    }
+
+    fn listen_loopback(&self, port: u16) -> Result<std::net::TcpListener, EnvError> {
+        let holder = self.phase.as_ref().ok_or_else(|| EnvError::Phase("no phase is running".into()))?;
+        phase::listen_in_net_ns(holder.pid, port)
     }
 
     fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
@@ -244,6 +291,7 @@ impl Environment for SandboxEnv {
         if let Some(mut holder) = self.phase.take() {
             holder.stop()?;
         }
+        self.remove_mount_points();
         self.cgroup.kill_all()
     }
 

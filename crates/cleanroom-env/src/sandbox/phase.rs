@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::backend::Network;
+use crate::backend::{HostMount, Network};
 use crate::error::EnvError;
 use crate::sandbox::{caps, join_cgroups, pipe, spawn, tool};
 
@@ -37,7 +37,7 @@ struct Nat {
     _exit: OwnedFd,
 }
 
-fn bwrap_args(merged: &Path) -> Vec<String> {
+fn bwrap_args(merged: &Path, mounts: &[HostMount]) -> Vec<String> {
     let mut args: Vec<String> = [
         "--bind",
         &merged.to_string_lossy(),
@@ -72,6 +72,9 @@ fn bwrap_args(merged: &Path) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    for mount in mounts {
+        args.extend(["--ro-bind".into(), mount.host.to_string_lossy().into_owned(), mount.path.clone()]);
+    }
     args.extend(caps::bwrap_args());
     args.extend(["--block-fd".into(), BLOCK_FD.to_string(), "--info-fd".into(), INFO_FD.to_string()]);
     args.extend(["--".into(), NO_COMMAND.into()]);
@@ -83,6 +86,7 @@ impl Holder {
         keeper_pid: i32,
         merged: &Path,
         network: Network,
+        mounts: &[HostMount],
         cgroup_procs: &[std::path::PathBuf],
     ) -> Result<Holder, EnvError> {
         let keeper_mnt = open_ns(keeper_pid, "mnt")?;
@@ -90,7 +94,7 @@ impl Holder {
         let (block_r, block_w) = pipe()?;
         let (info_r, info_w) = pipe()?;
         let mut cmd = Command::new(tool("bwrap"));
-        cmd.args(bwrap_args(merged))
+        cmd.args(bwrap_args(merged, mounts))
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -176,6 +180,24 @@ fn wait_until_blocked(pid: i32) -> Result<(), EnvError> {
         }
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
+}
+
+/// A listening socket made inside the network namespace of the phase whose
+/// holder is `holder_pid`. A socket stays in the namespace it was made in,
+/// so one short-lived thread enters the namespace (setns affects only the
+/// calling thread), binds, and hands the socket back.
+pub fn listen_in_net_ns(holder_pid: i32, port: u16) -> Result<std::net::TcpListener, EnvError> {
+    let ns = open_ns(holder_pid, "net")?;
+    let bound = std::thread::spawn(move || {
+        // SAFETY: setns on this thread only, with a namespace fd we own.
+        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))
+    })
+    .join()
+    .map_err(|_| EnvError::Phase("the thread binding a socket in the phase panicked".into()))?;
+    bound.map_err(|e| EnvError::io(format!("listen on 127.0.0.1:{port} inside the environment"), e))
 }
 
 fn into_raw(fd: OwnedFd) -> i32 {

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cleanroom_env::{Captured, LimitState, Limits};
+use cleanroom_env::{Captured, HostMount, LimitState, Limits};
 
 use super::*;
 use crate::task::{Check, Comparison, Selector, Stage, Step};
@@ -60,11 +60,16 @@ impl Environment for FakeEnv {
         &self.root
     }
 
-    fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {
+    fn begin_phase_with(&mut self, network: Network, mounts: &[HostMount]) -> Result<(), EnvError> {
+        assert!(mounts.is_empty(), "the verifier mounts nothing of the host");
         assert!(!self.in_phase, "a phase is already running");
         self.in_phase = true;
         self.phases.push(network);
         Ok(())
+    }
+
+    fn listen_loopback(&self, _port: u16) -> Result<std::net::TcpListener, EnvError> {
+        unreachable!("the verifier serves nothing to the environment")
     }
 
     fn exec(&self, req: &ExecRequest, _cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {

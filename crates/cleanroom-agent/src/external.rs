@@ -1,0 +1,240 @@
+//! External agent CLIs (`command:NAME`). Each is installed once on the host
+//! into a prefix that carries its own runtime, shown read-only inside the
+//! environment at the same path, and started by absolute path; its model
+//! traffic goes through the trial's forwarder, which holds the real key.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, Globs};
+use cleanroom_model::atif;
+use cleanroom_model::forwarder::{Fatal, Forwarder, PORT};
+use cleanroom_model::{Budget, ChatClient, ExternalAgent, Gateway, Meter};
+use cleanroom_task::Task;
+
+use crate::workspace::{agent_environment, random_hex, WORKSPACE};
+use crate::{stop_of, AgentContext, AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
+
+/// Marks a finished installation (a prefix without it is redone).
+const DONE_MARKER: &str = ".cleanroom-installed";
+
+/// Most bytes kept of one of the agent's own log files.
+const NATIVE_LOG_LIMIT: u64 = 64 << 20;
+
+/// Where an agent's installation goes: one prefix per install script, so
+/// a changed script installs afresh and an unchanged one is reused.
+pub fn prefix_for(home: &Path, name: &str, agent: &ExternalAgent) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(agent.install_script.as_bytes());
+    let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    home.join("agents").join(format!("{name}-{short}"))
+}
+
+/// Installs `agent` under `home` unless it is already there; returns the
+/// prefix. Concurrent runs wait for each other (a lock file).
+pub fn install(
+    home: &Path,
+    name: &str,
+    agent: &ExternalAgent,
+    progress: &mut dyn FnMut(String),
+) -> Result<PathBuf, String> {
+    let prefix = prefix_for(home, name, agent);
+    if prefix.join(DONE_MARKER).exists() {
+        return Ok(prefix);
+    }
+    let parent = prefix.parent().expect("a prefix has a parent");
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let lock_path = prefix.with_extension("lock");
+    let lock = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    // SAFETY: flock on a file we hold open; released when it closes.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
+        return Err(format!("lock {}: {}", lock_path.display(), std::io::Error::last_os_error()));
+    }
+    if prefix.join(DONE_MARKER).exists() {
+        return Ok(prefix);
+    }
+    if prefix.exists() {
+        std::fs::remove_dir_all(&prefix)
+            .map_err(|e| format!("remove the partial {}: {e}", prefix.display()))?;
+    }
+    progress(format!("installing agent {name} ({}) into {}", agent.version, prefix.display()));
+    let log_path = prefix.with_extension("install.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let started = Instant::now();
+    let mut child = Command::new("bash")
+        .arg("-s")
+        .arg(&prefix)
+        .stdin(Stdio::piped())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("start bash: {e}"))?;
+    let written = child.stdin.take().map(|mut s| s.write_all(agent.install_script.as_bytes()));
+    let status = child.wait().map_err(|e| e.to_string())?;
+    if written.is_some_and(|w| w.is_err()) || !status.success() {
+        return Err(format!("installing agent {name} failed ({status}); see {}", log_path.display()));
+    }
+    std::fs::write(prefix.join(DONE_MARKER), format!("{}\n", agent.version))
+        .map_err(|e| format!("{}: {e}", prefix.display()))?;
+    progress(format!("installed agent {name} in {:.0} s", started.elapsed().as_secs_f64()));
+    Ok(prefix)
+}
+
+/// Installs every external agent the run uses.
+pub fn install_all(
+    home: &Path,
+    names: &[String],
+    config: &crate::Config,
+    progress: &mut dyn FnMut(String),
+) -> Result<BTreeMap<String, PathBuf>, String> {
+    let mut out = BTreeMap::new();
+    for name in names {
+        let agent = config.agent(name)?;
+        out.insert(name.clone(), install(home, name, agent, progress)?);
+    }
+    Ok(out)
+}
+
+pub(crate) fn run(
+    name: &str,
+    model_name: &str,
+    task: &Task,
+    env: &dyn Environment,
+    ctx: &AgentContext,
+    timeout: Duration,
+    cancel: &CancelToken,
+) -> Result<AgentRun, EnvError> {
+    let started = Instant::now();
+    let agent = ctx.config.agent(name).map_err(EnvError::Phase)?;
+    let model = ctx.config.model(model_name).map_err(EnvError::Phase)?;
+    let prefix =
+        ctx.installed.get(name).ok_or_else(|| EnvError::Phase(format!("agent {name} was not installed")))?;
+    let budget = Budget {
+        max_steps: ctx.max_steps,
+        max_tokens: ctx.max_tokens,
+        max_cost_usd: ctx.max_cost_usd,
+        deadline: Some(started + timeout),
+    };
+    let client = match ChatClient::new(model) {
+        Ok(c) => c,
+        Err(e) => {
+            let mut run = crate::llm::model_failure(started, model_name, e.to_string());
+            run.model.as_mut().expect("a model record").gate = crate::recorded_gate(
+                &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
+                ctx,
+                task,
+            );
+            return Ok(run);
+        }
+    };
+    let gateway = Arc::new(Gateway::new(client, Meter::new(budget)));
+    let agent_cancel = cancel.child().map_err(|e| EnvError::io("cancel token", e))?;
+    let fatal: Arc<Mutex<Option<Fatal>>> = Arc::new(Mutex::new(None));
+    let on_fatal = {
+        let (fatal, agent_cancel) = (fatal.clone(), agent_cancel.clone());
+        Arc::new(move |why: Fatal| {
+            fatal.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
+            agent_cancel.cancel();
+        })
+    };
+    let token = format!("cleanroom-{}", random_hex());
+    let listener = env.listen_loopback(PORT)?;
+    let forwarder =
+        Forwarder::start(listener, gateway.clone(), token.clone(), model_name.to_string(), on_fatal)
+            .map_err(|e| EnvError::io("start the model forwarder", e))?;
+
+    let private = format!("/tmp/.cleanroom-agent-{}", random_hex());
+    let log_dir = format!("{private}/log");
+    let root = env.root();
+    root.create_dir_all(&log_dir, 0o755).map_err(|e| EnvError::io(log_dir.clone(), e))?;
+    let script = format!("{private}/run.sh");
+    root.write_file(&script, agent.run_script.as_bytes(), 0o700)
+        .map_err(|e| EnvError::io(script.clone(), e))?;
+    let mut vars = agent_environment();
+    vars.extend(
+        [
+            ("CLEANROOM_AGENT_PREFIX", prefix.to_string_lossy().into_owned()),
+            ("CLEANROOM_MODEL_BASE_URL", format!("http://127.0.0.1:{PORT}")),
+            ("CLEANROOM_MODEL_TOKEN", token),
+            ("CLEANROOM_MODEL", model_name.to_string()),
+            ("CLEANROOM_INSTRUCTION_FILE", format!("{WORKSPACE}/INSTRUCTION.md")),
+            ("CLEANROOM_WORKDIR", WORKSPACE.to_string()),
+            ("CLEANROOM_MAX_STEPS", ctx.max_steps.map(|n| n.to_string()).unwrap_or_default()),
+            ("CLEANROOM_LOG_DIR", log_dir.clone()),
+        ]
+        .map(|(k, v)| (k.to_string(), v)),
+    );
+    let req = ExecRequest {
+        argv: vec!["/bin/bash".into(), script],
+        cwd: WORKSPACE.into(),
+        env: vars,
+        timeout: Some(timeout),
+        grace: Duration::from_secs(10),
+        output_limit: AGENT_OUTPUT_LIMIT,
+    };
+    let out = env.exec(&req, &agent_cancel);
+    forwarder.stop();
+    let out = out?;
+    let (mut stop, exit_code) = stop_of(&out.status);
+    let fatal = fatal.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let mut error = None;
+    if !cancel.is_cancelled() {
+        match fatal {
+            Some(Fatal::Budget) => {
+                stop = match gateway.meter().exhausted() {
+                    Some(cleanroom_model::Exhausted::Time) => Stop::Timeout,
+                    why => {
+                        error = why.map(|w| w.describe().to_string());
+                        Stop::Budget
+                    }
+                }
+            }
+            Some(Fatal::ModelFailed(why)) => {
+                stop = Stop::ModelError;
+                error = Some(why);
+            }
+            None => {}
+        }
+    }
+    let mut native_logs = Vec::new();
+    for file in &agent.logs {
+        if let Ok(bytes) = root.read_regular(&format!("{log_dir}/{file}"), NATIVE_LOG_LIMIT) {
+            native_logs.push((file.clone(), bytes));
+        }
+    }
+    // The agent's scaffolding goes; what the agent itself did stays.
+    if let Some(dir) = private.strip_prefix("/tmp/") {
+        if let Ok(globs) = Globs::new(&[dir.to_string()]) {
+            let _ = root.remove_matching("/tmp", &globs);
+        }
+    }
+    let totals = gateway.totals();
+    let mut trajectory = atif::from_exchanges(&gateway.exchanges(), name, &agent.version, model_name);
+    trajectory.extra.insert("stop".into(), serde_json::json!({"reason": stop.as_str(), "detail": error}));
+    Ok(AgentRun {
+        stop,
+        exit_code,
+        duration: started.elapsed(),
+        output: out.combined,
+        model: Some(ModelRecord {
+            model: model_name.to_string(),
+            usage: totals.usage,
+            cost_usd: totals.cost_usd,
+            requests: totals.requests,
+            retries: totals.retries,
+            trajectory: Some(trajectory.to_json()),
+            exchanges: gateway.exchanges_jsonl(),
+            native_logs,
+            error,
+            gate: crate::recorded_gate(
+                &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
+                ctx,
+                task,
+            ),
+        }),
+    })
+}

@@ -1,0 +1,366 @@
+//! Agents that use a model, against a scripted OpenAI-compatible server (a
+//! real HTTP server in this process; its answers are fixed, so every step
+//! of the loop can be asserted): the built-in agent's tools and session,
+//! budgets, the completion gate, model failures, and the forwarder that
+//! external agents reach from inside their environment. Needs root.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use common::scripted_model::{self, calls, tool_call, Reply};
+use common::*;
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-test-4f1d2a9c0b7e3e55";
+const TARGET: &str = "tests/fixtures/tasks-adversarial/target";
+const CONFIGURE: &str =
+    "cd /workspace/artifact && sed 's|^DATA_DIR=.*|DATA_DIR=/workspace/artifact/data|' config.sh.example > config.sh";
+
+/// A configuration naming one scripted model per behaviour.
+fn config(dir: &Path, base_url: &str, models: &[&str], extra: &str) -> PathBuf {
+    let mut text = String::new();
+    for m in models {
+        text.push_str(&format!(
+            "[models.{m}]\nbase_url = \"{base_url}\"\nmodel = \"{m}\"\napi_key_env = \"CLEANROOM_TEST_KEY\"\n\
+             request_timeout_sec = 3\nmax_retries = 2\nretry_backoff_ms = 10\n\
+             prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\n\n"
+        ));
+    }
+    text.push_str(extra);
+    let path = dir.join("cleanroom.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run(config: &Path, out: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let output = cleanroom()
+        .arg("--config")
+        .arg(config)
+        .arg("run")
+        .args(["--tasks", &fixtures(TARGET), "--jobs", "2"])
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .env("CLEANROOM_TEST_KEY", KEY)
+        .output()
+        .unwrap();
+    let run_dir = std::fs::read_dir(out).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    (output, run_dir)
+}
+
+fn trial_dir(run_dir: &Path, agent_id: &str) -> PathBuf {
+    run_dir.join("trials/target").join(agent_id).join("1")
+}
+
+fn json_file(path: PathBuf) -> Value {
+    serde_json::from_slice(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap()
+}
+
+fn read(path: PathBuf) -> String {
+    String::from_utf8_lossy(&std::fs::read(&path).unwrap_or_default()).into_owned()
+}
+
+/// No file under `dir` holds the API key.
+fn assert_no_key(dir: &Path) {
+    for entry in walk(dir) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the API key is in {}", entry.display());
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn observations(trajectory: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for step in trajectory["steps"].as_array().unwrap() {
+        for r in step["observation"]["results"].as_array().into_iter().flatten() {
+            out.push(r["content"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_built_in_agent_deploys_with_a_session_that_remembers() {
+    let out = temp_out("llm-deploy");
+    let script = vec![
+        calls(
+            vec![tool_call(
+                "a",
+                "bash",
+                json!({"command": format!("{CONFIGURE} && export MARK=kept && cd lib")}),
+            )],
+            100,
+            20,
+        ),
+        calls(
+            vec![
+                tool_call("b", "bash", json!({"command": "pwd; echo \"mark=$MARK\""})),
+                tool_call(
+                    "c",
+                    "write_file",
+                    json!({"path": "/workspace/notes/n.txt", "content": "hello world\n"}),
+                ),
+                tool_call(
+                    "d",
+                    "edit_file",
+                    json!({"path": "/workspace/notes/n.txt", "old_text": "world", "new_text": "there"}),
+                ),
+                tool_call("e", "read_file", json!({"path": "/workspace/notes/n.txt"})),
+                tool_call("f", "bash", json!({"command": "(sleep 300 &) ; echo started"})),
+            ],
+            300,
+            40,
+        ),
+        calls(vec![tool_call("g", "finish", json!({"summary": "configured DATA_DIR"}))], 500, 10),
+    ];
+    let model = scripted_model::start(KEY, HashMap::from([("deploy".to_string(), script)]));
+    let cfg = config(&out, &model.base_url, &["deploy"], "");
+    let (output, run_dir) = run(&cfg, &out, &["--agent", "llm:deploy"]);
+    assert!(output.status.success(), "{}", text(&output));
+
+    let dir = trial_dir(&run_dir, "llm-deploy");
+    let result = json_file(dir.join("result.json"));
+    assert_eq!(result["outcome"], "passed", "{result}");
+    assert_eq!(result["stop_reason"], "finished");
+    assert_eq!(result["model"], "deploy");
+    assert_eq!(result["gate"], "off");
+    assert_eq!(result["steps"], 3);
+    // The usage the server reported, summed.
+    assert_eq!(result["tokens"]["prompt"], 900);
+    assert_eq!(result["tokens"]["completion"], 70);
+    let cost = result["cost_usd"].as_f64().unwrap();
+    assert!((cost - (900.0 * 1.0 + 70.0 * 2.0) / 1e6).abs() < 1e-12, "{cost}");
+
+    let trajectory = json_file(dir.join("trajectory.json"));
+    assert!(trajectory["schema_version"].as_str().unwrap().starts_with("ATIF-"));
+    assert_eq!(trajectory["final_metrics"]["total_prompt_tokens"], 900);
+    let seen = observations(&trajectory);
+    assert!(seen.iter().any(|o| o.contains("/workspace/artifact/lib\nmark=kept")), "{seen:?}");
+    assert!(seen.iter().any(|o| o.contains("hello there")), "{seen:?}");
+    assert!(
+        seen.iter().any(|o| o.starts_with("started")),
+        "a background process does not hold the call: {seen:?}"
+    );
+    let exchanges = read(dir.join("model-exchanges.jsonl"));
+    assert_eq!(exchanges.lines().count(), 3);
+    // The model saw the task and the tools, and got each observation back.
+    let requests = model.seen.lock().unwrap()["deploy"].clone();
+    assert!(requests[0]["messages"][1]["content"].as_str().unwrap().contains("Designated experiment"));
+    assert_eq!(requests[0]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(requests[2]["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "tool").count(), 6);
+    assert_no_key(&out);
+}
+
+#[test]
+fn the_enforced_gate_refuses_until_the_experiment_succeeds() {
+    let out = temp_out("llm-gate");
+    let finish = |id: &str| calls(vec![tool_call(id, "finish", json!({"summary": "done"}))], 10, 1);
+    let script = vec![
+        finish("a"),
+        calls(vec![tool_call("b", "bash", json!({"command": CONFIGURE}))], 10, 1),
+        finish("c"),
+    ];
+    // Gave up: always finishes without doing anything.
+    let quitter = vec![finish("q")];
+    let model = scripted_model::start(
+        KEY,
+        HashMap::from([("gated".to_string(), script), ("quitter".to_string(), quitter)]),
+    );
+    let cfg = config(&out, &model.base_url, &["gated", "quitter"], "");
+    let (output, run_dir) =
+        run(&cfg, &out, &["--agent", "llm:gated", "--agent", "llm:quitter", "--gate", "enforced"]);
+    assert!(output.status.success(), "{}", text(&output));
+
+    let result = json_file(trial_dir(&run_dir, "llm-gated").join("result.json"));
+    assert_eq!(
+        (result["outcome"].as_str(), result["gate"].as_str()),
+        (Some("passed"), Some("enforced")),
+        "{result}"
+    );
+    let trajectory = json_file(trial_dir(&run_dir, "llm-gated").join("trajectory.json"));
+    let decisions: Vec<&str> = trajectory["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["extra"]["gate"]["decision"].as_str())
+        .collect();
+    assert_eq!(decisions, ["refused", "accepted"]);
+    let seen = observations(&trajectory);
+    assert!(
+        seen[0].contains("exit status") && seen[0].contains("MISSING") && seen[0].contains("refused"),
+        "{seen:?}"
+    );
+
+    // Refused three times, then let go; the verifier has the last word.
+    let quit = json_file(trial_dir(&run_dir, "llm-quitter").join("result.json"));
+    assert_eq!(
+        (quit["outcome"].as_str(), quit["class"].as_str()),
+        (Some("failed"), Some("self_stop")),
+        "{quit}"
+    );
+    assert_eq!(quit["steps"], 4);
+}
+
+#[test]
+fn budgets_and_model_failures_end_the_trial_and_the_run_goes_on() {
+    let out = temp_out("llm-failures");
+    let busy = vec![calls(vec![tool_call("x", "bash", json!({"command": "true"}))], 10, 1)];
+    let bad_args = vec![
+        Reply::Message {
+            message: json!({"role": "assistant", "content": "trying",
+                "tool_calls": [{"id": "m", "type": "function", "function": {"name": "bash", "arguments": "{not json"}}]}),
+            prompt: 5,
+            completion: 1,
+        },
+        calls(vec![tool_call("n", "finish", json!({"summary": "gave up"}))], 5, 1),
+    ];
+    let model = scripted_model::start(
+        KEY,
+        HashMap::from([
+            ("busy".to_string(), busy),
+            ("broken".to_string(), vec![Reply::Status(500, "{\"error\":\"down\"}".into())]),
+            ("garbage".to_string(), vec![Reply::Garbage]),
+            ("stalled".to_string(), vec![Reply::Stall]),
+            ("badargs".to_string(), bad_args),
+        ]),
+    );
+    let cfg = config(&out, &model.base_url, &["busy", "broken", "garbage", "stalled", "badargs"], "");
+    let agents = ["llm:busy", "llm:broken", "llm:garbage", "llm:stalled", "llm:badargs", "nop"];
+    let mut args = vec!["--max-steps", "2"];
+    for a in &agents {
+        args.extend(["--agent", a]);
+    }
+    let (output, run_dir) = run(&cfg, &out, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    let result = |id: &str| json_file(trial_dir(&run_dir, id).join("result.json"));
+
+    let busy = result("llm-busy");
+    assert_eq!(
+        (busy["stop_reason"].as_str(), busy["class"].as_str()),
+        (Some("budget"), Some("budget")),
+        "{busy}"
+    );
+    assert_eq!(busy["steps"], 2);
+    for (id, says) in
+        [("llm-broken", "500"), ("llm-garbage", "not a chat completion"), ("llm-stalled", "stalled")]
+    {
+        let r = result(id);
+        assert_eq!(
+            (r["outcome"].as_str(), r["class"].as_str()),
+            (Some("failed"), Some("agent_error")),
+            "{r}"
+        );
+        assert!(r["error"].as_str().unwrap_or_default().contains(says), "{id}: {r}");
+    }
+    // 500s are retried (max_retries = 2), then the trial ends.
+    assert_eq!(model.seen.lock().unwrap()["broken"].len(), 3);
+    assert!(result("llm-broken")["error"].as_str().unwrap().contains("after 2 retries"));
+    let bad = result("llm-badargs");
+    assert_eq!(bad["stop_reason"], "finished", "{bad}");
+    let seen = observations(&json_file(trial_dir(&run_dir, "llm-badargs").join("trajectory.json")));
+    assert!(seen[0].contains("not valid JSON"), "{seen:?}");
+    assert_eq!(result("nop")["class"], "self_stop");
+}
+
+#[test]
+fn external_agents_reach_the_model_only_through_the_forwarder() {
+    let out = temp_out("forwarder");
+    let hello = Reply::Message {
+        message: json!({"role": "assistant", "content": "hello from the model"}),
+        prompt: 11,
+        completion: 4,
+    };
+    let model = scripted_model::start(KEY, HashMap::from([("fwd".to_string(), vec![hello])]));
+    let agent = format!(
+        "[agents.bash-http]\nversion = \"1\"\ndialect = \"openai-chat\"\nmodel = \"fwd\"\ninstall = \"{}\"\nrun = \"{}\"\nlogs = [\"own.log\"]\n",
+        fixtures("tests/fixtures/agents/bash-http/install.sh"),
+        fixtures("tests/fixtures/agents/bash-http/run.sh"),
+    );
+    let cfg = config(&out, &model.base_url, &["fwd"], &agent);
+    let (output, run_dir) = run(&cfg, &out, &["--agent", "command:bash-http"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let dir = trial_dir(&run_dir, "command-bash-http");
+    let result = json_file(dir.join("result.json"));
+    assert_eq!(
+        (result["stop_reason"].as_str(), result["model"].as_str()),
+        (Some("finished"), Some("fwd")),
+        "{result}"
+    );
+    // Three answered requests; the one with a wrong token never reached the model.
+    assert_eq!(result["steps"], 3);
+    assert_eq!(result["tokens"]["prompt"], 33);
+    assert_eq!(model.seen.lock().unwrap()["fwd"].len(), 3);
+
+    let log = read(dir.join("agent-own-own.log"));
+    let section = |name: &str| {
+        log.split(&format!("== {name}\n"))
+            .nth(1)
+            .unwrap_or("")
+            .split("\n== ")
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(section("wrong token").starts_with("HTTP/1.1 401"), "{log}");
+    assert!(section("chat").contains("hello from the model"), "{log}");
+    let anthropic = section("anthropic");
+    assert!(anthropic.contains("text/event-stream") && anthropic.contains("event: message_start"), "{log}");
+    assert!(
+        anthropic.contains("hello from the model") && anthropic.contains("\"model\":\"claude-x\""),
+        "{log}"
+    );
+    let responses = section("responses");
+    assert!(
+        responses.contains("\"object\":\"response\"") && responses.contains("hello from the model"),
+        "{log}"
+    );
+    assert!(section("prefix").contains("Read-only file system"), "{log}");
+    let env = section("env");
+    assert!(env.contains("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"), "{env}");
+    for leak in ["PYTHONPATH", "PYTHONHOME", "NODE_PATH", "LD_LIBRARY_PATH", "CLEANROOM_TEST_KEY"] {
+        assert!(!env.contains(leak), "{leak} reached the agent: {env}");
+    }
+
+    let trajectory = json_file(dir.join("trajectory.json"));
+    assert_eq!(trajectory["agent"]["name"], "bash-http");
+    assert_eq!(trajectory["final_metrics"]["total_prompt_tokens"], 33);
+    let exchanges = read(dir.join("model-exchanges.jsonl"));
+    let dialects: Vec<String> = exchanges
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["dialect"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(dialects, ["openai-chat", "anthropic-messages", "openai-responses"]);
+    // The agent's installation left nothing in the environment's system.
+    let diff = read(dir.join("env-diff.txt"));
+    for place in ["/usr", "/etc", "/var", "/opt"] {
+        assert!(!diff.lines().any(|l| l.contains(&format!(" {place}/"))), "{place} changed: {diff}");
+    }
+    assert_no_key(&out);
+
+    // A step budget stops an external agent too.
+    let out2 = temp_out("forwarder-budget");
+    let (output, run_dir) = run(&cfg, &out2, &["--agent", "command:bash-http", "--max-steps", "1"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let result = json_file(trial_dir(&run_dir, "command-bash-http").join("result.json"));
+    assert_eq!(
+        (result["stop_reason"].as_str(), result["class"].as_str()),
+        (Some("budget"), Some("budget")),
+        "{result}"
+    );
+}

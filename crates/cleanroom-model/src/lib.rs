@@ -1,0 +1,19 @@
+//! Everything between an agent and a model: the chat-completions client,
+//! the forwarder that agents inside environments talk to, usage accounting
+//! and budgets, and ATIF trajectories.
+
+pub mod atif;
+pub mod budget;
+pub mod client;
+pub mod config;
+pub mod forwarder;
+pub mod gateway;
+mod http;
+pub mod translate;
+pub mod usage;
+
+pub use budget::{Budget, Exhausted, Meter, Totals};
+pub use client::{ChatClient, Completion, ModelError};
+pub use config::{ExternalAgent, ModelConfig, Prices};
+pub use gateway::{Dialect, Exchange, Gateway, GatewayError};
+pub use usage::Usage;
