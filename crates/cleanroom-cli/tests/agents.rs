@@ -215,6 +215,18 @@ fn the_enforced_gate_refuses_until_the_experiment_succeeds() {
         "{quit}"
     );
     assert_eq!(quit["steps"], 4);
+    // It claimed "done" without ever running the experiment itself.
+    let tag = quit["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "weaker_target")
+        .expect("weaker_target");
+    let from_trajectory = tag["evidence"].as_array().unwrap().iter().find(|e| e["file"] == "trajectory.json");
+    assert!(
+        from_trajectory.unwrap()["text"].as_str().unwrap().contains("never ran the designated experiment"),
+        "{tag}"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod artifacts;
 pub mod calibrate;
 mod classify;
 pub mod classify_tags;
+pub mod classify_trajectory;
 mod env_diff;
 mod event;
 mod trial;

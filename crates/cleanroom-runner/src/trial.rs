@@ -163,8 +163,24 @@ fn run(
     if record.outcome == Outcome::Failed {
         let log = |name: &str| files.iter().find(|f| f.name == name).map_or(&[][..], |f| f.bytes.as_slice());
         record.tags = crate::classify_tags::tags(log("agent.log"), log("verify.log"), record);
+        if record.stop_reason == Some(cleanroom_store::StopReason::Finished) {
+            let trajectory = agent_run.model.as_ref().and_then(|m| m.trajectory.as_ref());
+            let command = task.spec.experiment.as_ref().and_then(|e| e.command.as_deref());
+            if let Some(tag) = trajectory.and_then(|t| crate::classify_trajectory::weaker_target(t, command))
+            {
+                merge_tag(&mut record.tags, tag);
+            }
+        }
     }
     Ok(true)
+}
+
+/// Adds `tag`, or its evidence to the tag of that name already there.
+fn merge_tag(tags: &mut Vec<cleanroom_store::Tag>, tag: cleanroom_store::Tag) {
+    match tags.iter_mut().find(|t| t.name == tag.name) {
+        Some(existing) => existing.evidence.extend(tag.evidence),
+        None => tags.push(tag),
+    }
 }
 
 fn file(name: &str, bytes: Vec<u8>) -> TrialFile {
