@@ -2,13 +2,14 @@
 # Installs what cleanroom needs on a Debian or Ubuntu host (run as root):
 # the sandbox's tools (bubblewrap, slirp4netns, e2fsprogs, iproute2,
 # util-linux), debootstrap for base images, git for git artifacts, and a C
-# compiler for the Rust build. Rust itself comes from rustup.
+# compiler for the Rust build, and patchelf for installing external agent
+# CLIs into self-contained prefixes. Rust itself comes from rustup.
 set -euo pipefail
 if [ "$(id -u)" != 0 ]; then
   echo "setup.sh: run as root (the sandbox uses namespaces, cgroups and loop mounts)" >&2
   exit 2
 fi
-packages=(bubblewrap slirp4netns debootstrap e2fsprogs iproute2 util-linux mount git ca-certificates gcc libc6-dev)
+packages=(bubblewrap slirp4netns debootstrap e2fsprogs iproute2 util-linux mount git ca-certificates gcc libc6-dev patchelf)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

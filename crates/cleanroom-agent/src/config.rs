@@ -10,8 +10,26 @@ use serde::Deserialize;
 
 const DEFAULTS: &str = include_str!("default-config.toml");
 
-/// Scripts the built-in defaults refer to, by their path in the repository.
-const BUILT_IN_FILES: &[(&str, &str)] = &[];
+/// Files the built-in defaults refer to, by their path under `agents/` of
+/// the repository (embedded, so the binary needs no checkout).
+macro_rules! agent_files {
+    ($($path:literal),* $(,)?) => {
+        &[$(($path, include_str!(concat!("../../../agents/", $path)))),*]
+    };
+}
+const BUILT_IN_FILES: &[(&str, &str)] = agent_files![
+    "_lib/common.sh",
+    "mini-swe-agent/install.sh",
+    "mini-swe-agent/constraints.txt",
+    "mini-swe-agent/run.sh",
+    "claude-code/install.sh",
+    "claude-code/run.sh",
+    "codex/install.sh",
+    "codex/run.sh",
+    "openhands/install.sh",
+    "openhands/constraints.txt",
+    "openhands/run.sh",
+];
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
@@ -48,6 +66,9 @@ struct FileAgent {
     /// Paths relative to the configuration file.
     install: String,
     run: String,
+    /// Files the install script reads, relative to its directory.
+    #[serde(default)]
+    install_files: Vec<String>,
     #[serde(default)]
     logs: Vec<String>,
 }
@@ -104,8 +125,18 @@ impl Config {
             let read = |key: &str, rel: &str| {
                 read_script(base, rel).map_err(|m| err(format!("agents.{name}.{key}: {m}")))
             };
+            let install_dir = Path::new(&agent.install).parent().unwrap_or(Path::new(""));
+            let mut install_files = BTreeMap::new();
+            for rel in &agent.install_files {
+                if rel.starts_with('/') || rel.split('/').filter(|c| *c == "..").count() > 3 {
+                    return Err(err(format!("agents.{name}.install_files: `{rel}` must be a relative path")));
+                }
+                let path = install_dir.join(rel).to_string_lossy().into_owned();
+                install_files.insert(rel.clone(), read("install_files", &normalize(&path))?);
+            }
             let resolved = ExternalAgent {
                 install_script: read("install", &agent.install)?,
+                install_files,
                 run_script: read("run", &agent.run)?,
                 version: agent.version,
                 dialect: agent.dialect,
@@ -141,11 +172,31 @@ fn default_locations() -> Vec<PathBuf> {
     out
 }
 
+/// `a/b/../c` as `a/c`, so built-in files are found by their plain path.
+fn normalize(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." if out.last().is_some_and(|p| *p != "..") => {
+                out.pop();
+            }
+            p => out.push(p),
+        }
+    }
+    let joined = out.join("/");
+    if path.starts_with('/') {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
 fn read_script(base: Option<&Path>, rel: &str) -> Result<String, String> {
     match base {
         None => BUILT_IN_FILES
             .iter()
-            .find(|(path, _)| *path == rel)
+            .find(|(path, _)| *path == normalize(rel))
             .map(|(_, text)| text.to_string())
             .ok_or_else(|| format!("`{rel}` is not a built-in file")),
         Some(dir) => {
@@ -196,6 +247,17 @@ logs = ["traj.json"]
         assert_eq!(c.agent("mine").unwrap().run_script, "echo run\n");
         let err = c.model("nope").unwrap_err();
         assert!(err.contains("nope") && err.contains("big") && err.contains("local"), "{err}");
+    }
+
+    #[test]
+    fn the_built_in_agents_carry_their_recipes() {
+        let c = Config::built_in();
+        for name in ["mini-swe-agent", "claude-code", "codex", "openhands"] {
+            let a = c.agent(name).unwrap();
+            assert!(a.install_script.contains("install.sh PREFIX"), "{name}");
+            assert!(a.install_files["../_lib/common.sh"].contains("begin_install"), "{name}");
+            assert!(a.run_script.contains("CLEANROOM_MODEL_BASE_URL"), "{name}");
+        }
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! traffic goes through the trial's forwarder, which holds the real key.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -20,7 +19,7 @@ use crate::workspace::{agent_environment, random_hex, WORKSPACE};
 use crate::{stop_of, AgentContext, AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
 
 /// Marks a finished installation (a prefix without it is redone).
-const DONE_MARKER: &str = ".cleanroom-installed";
+const DONE_MARKER: &str = ".cleanroom-ready";
 
 /// Most bytes kept of one of the agent's own log files.
 const NATIVE_LOG_LIMIT: u64 = 64 << 20;
@@ -29,7 +28,13 @@ const NATIVE_LOG_LIMIT: u64 = 64 << 20;
 /// a changed script installs afresh and an unchanged one is reused.
 pub fn prefix_for(home: &Path, name: &str, agent: &ExternalAgent) -> PathBuf {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(agent.install_script.as_bytes());
+    let mut hasher = Sha256::new();
+    hasher.update(agent.install_script.as_bytes());
+    for (rel, text) in &agent.install_files {
+        hasher.update(format!("\0{rel}\0{}\0", text.len()).as_bytes());
+        hasher.update(text.as_bytes());
+    }
+    let digest = hasher.finalize();
     let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     home.join("agents").join(format!("{name}-{short}"))
 }
@@ -48,7 +53,8 @@ pub fn install(
     }
     let parent = prefix.parent().expect("a prefix has a parent");
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let lock_path = prefix.with_extension("lock");
+    // Not `PREFIX.lock`: install scripts may take that one themselves.
+    let lock_path = prefix.with_extension("install-lock");
     let lock = std::fs::File::create(&lock_path).map_err(|e| format!("{}: {e}", lock_path.display()))?;
     // SAFETY: flock on a file we hold open; released when it closes.
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
@@ -65,23 +71,51 @@ pub fn install(
     let log_path = prefix.with_extension("install.log");
     let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
     let started = Instant::now();
-    let mut child = Command::new("bash")
-        .arg("-s")
+    let script = write_recipe(&prefix.with_extension("recipe"), agent)?;
+    let status = Command::new("bash")
+        .arg(&script)
         .arg(&prefix)
-        .stdin(Stdio::piped())
+        .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log)
-        .spawn()
+        .status()
         .map_err(|e| format!("start bash: {e}"))?;
-    let written = child.stdin.take().map(|mut s| s.write_all(agent.install_script.as_bytes()));
-    let status = child.wait().map_err(|e| e.to_string())?;
-    if written.is_some_and(|w| w.is_err()) || !status.success() {
+    if !status.success() {
         return Err(format!("installing agent {name} failed ({status}); see {}", log_path.display()));
     }
     std::fs::write(prefix.join(DONE_MARKER), format!("{}\n", agent.version))
         .map_err(|e| format!("{}: {e}", prefix.display()))?;
     progress(format!("installed agent {name} in {:.0} s", started.elapsed().as_secs_f64()));
     Ok(prefix)
+}
+
+/// Writes the install script and its files under `dir`, laid out as the
+/// relative paths say (the script sits deep enough for `../` to stay inside),
+/// and returns the script's path.
+fn write_recipe(dir: &Path, agent: &ExternalAgent) -> Result<PathBuf, String> {
+    let depth = agent
+        .install_files
+        .keys()
+        .map(|rel| rel.split('/').filter(|c| *c == "..").count())
+        .max()
+        .unwrap_or(0);
+    let _ = std::fs::remove_dir_all(dir);
+    let mut script_dir = dir.to_path_buf();
+    for _ in 0..depth {
+        script_dir.push("recipe");
+    }
+    let write = |path: &Path, text: &str| -> Result<(), String> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let script = script_dir.join("install.sh");
+    write(&script, &agent.install_script)?;
+    for (rel, text) in &agent.install_files {
+        write(&script_dir.join(rel), text)?;
+    }
+    Ok(script)
 }
 
 /// Installs every external agent the run uses.
@@ -196,6 +230,14 @@ pub(crate) fn run(
             Some(Fatal::ModelFailed(why)) => {
                 stop = Stop::ModelError;
                 error = Some(why);
+            }
+            // The agent's own step limit is set from --max-steps: ending
+            // there is the budget running out, whoever noticed first.
+            None if stop == Stop::Finished
+                && ctx.max_steps.is_some_and(|max| gateway.totals().requests >= max) =>
+            {
+                stop = Stop::Budget;
+                error = Some("step budget (--max-steps) used up (the agent's own limit)".into());
             }
             None => {}
         }

@@ -376,3 +376,52 @@ fn external_agents_reach_the_model_only_through_the_forwarder() {
         "{result}"
     );
 }
+
+/// The shipped agent CLIs, installed for real (once per machine, cached),
+/// each deploying the target through the forwarder in its own dialect: the
+/// scripted model makes one tool call of the agent's own tool set, then
+/// says it is done. Every agent's tool call must run in the environment.
+#[test]
+fn the_shipped_agent_clis_deploy_through_the_forwarder() {
+    let out = temp_out("clis");
+    let call = |name: &str, args: Value| tool_call("call_1", name, args);
+    let mini_command = format!("{CONFIGURE} && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT");
+    let agents = [
+        ("mini-swe-agent", call("bash", json!({"command": mini_command}))),
+        ("claude-code", call("Bash", json!({"command": CONFIGURE, "description": "configure"}))),
+        ("codex", call("exec_command", json!({"cmd": CONFIGURE}))),
+        ("openhands", call("execute_bash", json!({"command": CONFIGURE}))),
+    ];
+    let scripts: HashMap<String, Vec<Reply>> = agents
+        .iter()
+        .map(|(name, c)| (name.to_string(), vec![Reply::Agentic { call: c.clone(), done: "Done.".into() }]))
+        .collect();
+    let model = scripted_model::start(KEY, scripts);
+    let names: Vec<&str> = agents.iter().map(|(n, _)| *n).collect();
+    let cfg = config(&out, &model.base_url, &names, "");
+    let specs: Vec<String> = names.iter().map(|n| format!("command:{n}@{n}")).collect();
+    let mut args = vec!["--timeout-multiplier", "2"];
+    for s in &specs {
+        args.extend(["--agent", s]);
+    }
+    let (output, run_dir) = run(&cfg, &out, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    for name in names {
+        let dir = trial_dir(&run_dir, &format!("command-{name}-{name}"));
+        let result = json_file(dir.join("result.json"));
+        let log = read(dir.join("agent.log"));
+        assert_eq!(result["outcome"], "passed", "{name}: {result}\n{log}");
+        assert!(result["steps"].as_u64().unwrap() >= 1, "{name}: {result}");
+        let trajectory = json_file(dir.join("trajectory.json"));
+        let called = trajectory["steps"].as_array().unwrap().iter().any(|s| s["tool_calls"].is_array());
+        assert!(called, "{name}: no tool call in the trajectory");
+        let diff = read(dir.join("env-diff.txt"));
+        for place in ["/usr", "/etc", "/var", "/opt"] {
+            assert!(
+                !diff.lines().any(|l| l.starts_with(&format!("A {place}/"))),
+                "{name} changed {place}: {diff}"
+            );
+        }
+    }
+    assert_no_key(&out);
+}

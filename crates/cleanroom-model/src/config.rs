@@ -85,9 +85,13 @@ pub struct ExternalAgent {
     /// The configured model it uses unless the SPEC names one.
     #[serde(default)]
     pub model: Option<String>,
-    /// Run on the host as `bash -s PREFIX`, once per version; installs the
-    /// agent and its own runtime under PREFIX.
+    /// Run on the host as `bash install.sh PREFIX`, once per recipe;
+    /// installs the agent and its own runtime under PREFIX.
     pub install_script: String,
+    /// Other files of the install recipe, by path relative to the install
+    /// script's directory (`constraints.txt`, `../_lib/common.sh`).
+    #[serde(default)]
+    pub install_files: std::collections::BTreeMap<String, String>,
     /// Run inside the environment as the agent (variables: see the docs).
     pub run_script: String,
     /// Files the agent writes in CLEANROOM_LOG_DIR that are its own

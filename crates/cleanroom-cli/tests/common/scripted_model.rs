@@ -23,6 +23,13 @@ pub enum Reply {
     Garbage,
     /// Read the request and never answer.
     Stall,
+    /// Like an agent's model: `call` (one tool call) while the conversation
+    /// has no tool result yet, then `done` as text; plain text to requests
+    /// without tools (an agent's side requests: titles, quota checks).
+    Agentic {
+        call: Value,
+        done: String,
+    },
 }
 
 pub fn tool_call(id: &str, name: &str, args: Value) -> Value {
@@ -99,7 +106,7 @@ fn serve(
         let n = {
             let mut seen = seen.lock().unwrap();
             let list = seen.entry(model.clone()).or_default();
-            list.push(request);
+            list.push(request.clone());
             list.len()
         };
         let script = scripts.get(&model).cloned().unwrap_or_default();
@@ -114,6 +121,20 @@ fn serve(
                     "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                         "total_tokens": prompt + completion}});
+                respond(&mut writer, 200, &body.to_string());
+            }
+            Reply::Agentic { call, done } => {
+                let answered =
+                    request["messages"].as_array().into_iter().flatten().any(|m| m["role"] == "tool");
+                let message = if request["tools"].as_array().is_none_or(|t| t.is_empty()) || answered {
+                    json!({"role": "assistant", "content": done})
+                } else {
+                    json!({"role": "assistant", "content": null, "tool_calls": [call]})
+                };
+                let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
+                let body = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
+                    "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}});
                 respond(&mut writer, 200, &body.to_string());
             }
             Reply::Status(code, text) => respond(&mut writer, code, &text),
