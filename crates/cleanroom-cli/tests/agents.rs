@@ -283,6 +283,7 @@ fn budgets_and_model_failures_end_the_trial_and_the_run_goes_on() {
     // 500s are retried (max_retries = 2), then the trial ends.
     assert_eq!(model.seen.lock().unwrap()["broken"].len(), 3);
     assert!(result("llm-broken")["error"].as_str().unwrap().contains("after 2 retries"));
+    assert_eq!(result("llm-broken")["model_retries"], 2);
     let bad = result("llm-badargs");
     assert_eq!(bad["stop_reason"], "finished", "{bad}");
     let seen = observations(&json_file(trial_dir(&run_dir, "llm-badargs").join("trajectory.json")));

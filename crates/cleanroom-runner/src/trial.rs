@@ -196,6 +196,7 @@ fn record_model_side(run: &AgentRun, record: &mut TrialRecord, files: &mut Vec<T
     record.tokens.cached = m.usage.cached;
     record.cost_usd = m.cost_usd;
     record.steps = Some(m.requests);
+    record.model_retries = Some(m.retries);
     if let Some(why) = &m.error {
         record.error = Some(why.clone());
     }

@@ -62,6 +62,9 @@ pub struct TrialRecord {
     /// Model requests made, for agents that use a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
+    /// Of those, answers retried (429, 5xx, dropped connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_retries: Option<u32>,
     /// RFC 3339, UTC.
     #[serde(default)]
     pub started_at: String,
@@ -225,6 +228,7 @@ impl TrialRecord {
             attempt,
             error: None,
             steps: None,
+            model_retries: None,
             started_at: now.clone(),
             finished_at: now,
             changes: None,
