@@ -16,6 +16,26 @@ cd "$CLEANROOM_WORKDIR"
 args=(-p --output-format stream-json --verbose --model "$M"
       --dangerously-skip-permissions --no-chrome)
 [ -z "${CLEANROOM_MAX_STEPS:-}" ] || args+=(--max-turns "$CLEANROOM_MAX_STEPS")
+# --gate advisory|enforced: a Stop hook asks cleanroom's gate (through the
+# forwarder) whether to stop; "block" feeds the gate's report back (exit 2).
+case "${CLEANROOM_GATE:-off}" in
+advisory | enforced)
+    hook=$CLEANROOM_LOG_DIR/gate-hook.sh
+    cat >"$hook" <<'HOOK'
+port=${ANTHROPIC_BASE_URL##*:}
+exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 0
+printf 'POST /cleanroom/gate HTTP/1.1\r\nHost: gate\r\nx-api-key: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n' "$ANTHROPIC_API_KEY" >&3
+answer=$(cat <&3)
+body=${answer#*$'\r\n\r\n'}
+if [ "${body%%$'\n'*}" = block ]; then
+    printf '%s\n' "${body#*$'\n'}" >&2
+    exit 2
+fi
+exit 0
+HOOK
+    args+=(--settings "{\"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"bash $hook\",\"timeout\":86400}]}]}}")
+    ;;
+esac
 exec env -i \
     PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}" \
     HOME="${HOME:-/root}" LANG=C.UTF-8 SHELL=/bin/bash \

@@ -71,6 +71,8 @@ struct FileAgent {
     install_files: Vec<String>,
     #[serde(default)]
     logs: Vec<String>,
+    #[serde(default)]
+    stop_hook: bool,
 }
 
 const DIALECTS: &[&str] = &["openai-chat", "anthropic-messages", "openai-responses"];
@@ -142,6 +144,7 @@ impl Config {
                 dialect: agent.dialect,
                 model: agent.model,
                 logs: agent.logs,
+                stop_hook: agent.stop_hook,
             };
             self.agents.insert(name, resolved);
         }

@@ -6,15 +6,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, Globs};
 use cleanroom_model::atif;
-use cleanroom_model::forwarder::{Fatal, Forwarder, PORT};
+use cleanroom_model::forwarder::{Fatal, Forwarder, GateAnswer, OnGate, PORT};
 use cleanroom_model::{Budget, ChatClient, ExternalAgent, Gateway, Meter};
 use cleanroom_task::Task;
 
+use crate::llm::gate::{experiment_command, Decision, Gate, GateMode};
 use crate::workspace::{agent_environment, random_hex, WORKSPACE};
 use crate::{stop_of, AgentContext, AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
 
@@ -118,6 +119,50 @@ fn write_recipe(dir: &Path, agent: &ExternalAgent) -> Result<PathBuf, String> {
     Ok(script)
 }
 
+enum GateMessage {
+    /// The agent's stop hook asks; the answer goes back on the sender.
+    Stop(mpsc::Sender<GateAnswer>),
+    AgentEnded,
+}
+
+/// The gate's answer to a stop, recorded in `decisions`. A gate that cannot
+/// run lets the agent stop (and says why).
+fn answer_stop(
+    gate: &mut Gate,
+    env: &dyn Environment,
+    task: &Task,
+    deadline: Instant,
+    cancel: &CancelToken,
+    decisions: &mut Vec<serde_json::Value>,
+) -> GateAnswer {
+    let command = experiment_command(task).unwrap_or_default();
+    let (answer, record) = match gate.on_finish(env, task, deadline, cancel) {
+        Ok(Decision::Accept { report, note }) => (
+            GateAnswer { allow_stop: true, message: String::new() },
+            serde_json::json!({"decision": "accepted", "note": note, "report": report.as_ref().map(|r| r.to_json())}),
+        ),
+        Ok(Decision::Report { report, refused }) => {
+            let mut text = report.to_text(command, &task.spec.artifact.dest);
+            text.push_str(if refused {
+                "\n\nStopping is refused until the designated experiment succeeds."
+            } else {
+                "\n\nYou may stop again to end anyway."
+            });
+            let verdict = if refused { "refused" } else { "advised" };
+            (
+                GateAnswer { allow_stop: false, message: text },
+                serde_json::json!({"decision": verdict, "report": report.to_json()}),
+            )
+        }
+        Err(e) => (
+            GateAnswer { allow_stop: true, message: String::new() },
+            serde_json::json!({"decision": "accepted", "note": format!("the gate could not run: {e}")}),
+        ),
+    };
+    decisions.push(record);
+    answer
+}
+
 /// Installs every external agent the run uses.
 pub fn install_all(
     home: &Path,
@@ -177,8 +222,24 @@ pub(crate) fn run(
     };
     let token = format!("cleanroom-{}", random_hex());
     let listener = env.listen_loopback(PORT)?;
+    // The stop hook's questions come here, to be answered on this thread
+    // (which has the environment) while the agent runs on another.
+    let gated = agent.stop_hook && ctx.gate != GateMode::Off && experiment_command(task).is_some();
+    let (to_gate, gate_requests) = mpsc::channel::<GateMessage>();
+    let on_gate: Option<OnGate> = gated.then(|| {
+        let to_gate = Mutex::new(to_gate.clone());
+        Arc::new(move || {
+            let (reply, answer) = mpsc::channel();
+            let sent = to_gate.lock().unwrap_or_else(|p| p.into_inner()).send(GateMessage::Stop(reply));
+            let allow = GateAnswer { allow_stop: true, message: String::new() };
+            if sent.is_err() {
+                return allow;
+            }
+            answer.recv().unwrap_or(allow)
+        }) as OnGate
+    });
     let forwarder =
-        Forwarder::start(listener, gateway.clone(), token.clone(), model_name.to_string(), on_fatal)
+        Forwarder::start(listener, gateway.clone(), token.clone(), model_name.to_string(), on_fatal, on_gate)
             .map_err(|e| EnvError::io("start the model forwarder", e))?;
 
     let private = format!("/tmp/.cleanroom-agent-{}", random_hex());
@@ -202,6 +263,17 @@ pub(crate) fn run(
         ]
         .map(|(k, v)| (k.to_string(), v)),
     );
+    if gated {
+        vars.push((
+            "CLEANROOM_GATE".into(),
+            crate::recorded_gate(
+                &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
+                ctx,
+                task,
+            )
+            .into(),
+        ));
+    }
     let req = ExecRequest {
         argv: vec!["/bin/bash".into(), script],
         cwd: WORKSPACE.into(),
@@ -210,7 +282,21 @@ pub(crate) fn run(
         grace: Duration::from_secs(10),
         output_limit: AGENT_OUTPUT_LIMIT,
     };
-    let out = env.exec(&req, &agent_cancel);
+    let mut gate = Gate::new(ctx.gate);
+    let mut decisions = Vec::new();
+    let deadline = started + timeout;
+    let out = std::thread::scope(|scope| {
+        let running = scope.spawn(|| {
+            let out = env.exec(&req, &agent_cancel);
+            let _ = to_gate.send(GateMessage::AgentEnded);
+            out
+        });
+        while let Ok(GateMessage::Stop(reply)) = gate_requests.recv() {
+            let answer = answer_stop(&mut gate, env, task, deadline, &agent_cancel, &mut decisions);
+            let _ = reply.send(answer);
+        }
+        running.join().unwrap_or_else(|_| Err(EnvError::Phase("the agent's thread panicked".into())))
+    });
     forwarder.stop();
     let out = out?;
     let (mut stop, exit_code) = stop_of(&out.status);
@@ -257,6 +343,9 @@ pub(crate) fn run(
     let totals = gateway.totals();
     let mut trajectory = atif::from_exchanges(&gateway.exchanges(), name, &agent.version, model_name);
     trajectory.extra.insert("stop".into(), serde_json::json!({"reason": stop.as_str(), "detail": error}));
+    if !decisions.is_empty() {
+        trajectory.extra.insert("gate".into(), serde_json::Value::Array(decisions));
+    }
     Ok(AgentRun {
         stop,
         exit_code,

@@ -127,8 +127,10 @@ pub fn phase_mounts(agent: &AgentSpec, ctx: &AgentContext) -> Vec<HostMount> {
 /// The gate as result.json records it for this agent: agents without a
 /// finish the harness can see are not gated.
 pub fn recorded_gate(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> &'static str {
+    let hooked = |name: &str| ctx.config.agents.get(name).is_some_and(|a| a.stop_hook);
     match agent {
         AgentSpec::Llm { .. } => llm::gate::Gate::recorded(ctx.gate, task),
+        AgentSpec::Command { name, .. } if hooked(name) => llm::gate::Gate::recorded(ctx.gate, task),
         _ if ctx.gate == GateMode::Off => "off",
         _ => "unsupported",
     }

@@ -426,3 +426,40 @@ fn the_shipped_agent_clis_deploy_through_the_forwarder() {
     }
     assert_no_key(&out);
 }
+
+/// Claude Code's Stop hook asks the completion gate: stopping before the
+/// experiment works is refused with the report, which reaches the model;
+/// once it has configured the artifact, the gate's run succeeds and it
+/// may stop.
+#[test]
+fn the_gate_holds_claude_code_through_its_stop_hook() {
+    let out = temp_out("claude-gate");
+    let call = tool_call("call_1", "Bash", json!({"command": CONFIGURE, "description": "configure"}));
+    let model =
+        scripted_model::start(KEY, HashMap::from([("claude".to_string(), vec![Reply::GateAware { call }])]));
+    let cfg = config(&out, &model.base_url, &["claude"], "");
+    let (output, run_dir) = run(&cfg, &out, &["--agent", "command:claude-code@claude", "--gate", "enforced"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let dir = trial_dir(&run_dir, "command-claude-code-claude");
+    let result = json_file(dir.join("result.json"));
+    let log = read(dir.join("agent.log"));
+    assert_eq!(
+        (result["outcome"].as_str(), result["gate"].as_str()),
+        (Some("passed"), Some("enforced")),
+        "{result}\n{log}"
+    );
+    let trajectory = json_file(dir.join("trajectory.json"));
+    let decisions: Vec<&str> = trajectory["extra"]["gate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["refused", "accepted"], "{trajectory}");
+    // The report reached the model as the hook's feedback.
+    let requests = model.seen.lock().unwrap()["claude"].clone();
+    assert!(
+        requests.iter().any(|r| r.to_string().contains("Stopping is refused")),
+        "the model never saw the report"
+    );
+}

@@ -174,7 +174,7 @@ pub trait Backend: Send + Sync {
 
 /// A live environment. Dropping it destroys it (best effort); call
 /// [`Environment::destroy`] to learn whether that worked.
-pub trait Environment: Send {
+pub trait Environment: Send + Sync {
     fn id(&self) -> &str;
 
     fn limits(&self) -> Limits;

@@ -94,6 +94,10 @@ pub struct ExternalAgent {
     pub install_files: std::collections::BTreeMap<String, String>,
     /// Run inside the environment as the agent (variables: see the docs).
     pub run_script: String,
+    /// Whether run.sh installs a stop hook that asks the completion gate
+    /// (it gets CLEANROOM_GATE when a gate applies).
+    #[serde(default)]
+    pub stop_hook: bool,
     /// Files the agent writes in CLEANROOM_LOG_DIR that are its own
     /// trajectory, kept with the trial.
     #[serde(default)]

@@ -31,6 +31,17 @@ pub enum Fatal {
 
 pub type OnFatal = Arc<dyn Fn(Fatal) + Send + Sync>;
 
+/// The completion gate for agents whose CLI has a stop hook: the hook asks
+/// `POST /cleanroom/gate`; the answer says whether the agent may stop and
+/// what to tell it.
+pub type OnGate = Arc<dyn Fn() -> GateAnswer + Send + Sync>;
+
+#[derive(Debug, Clone)]
+pub struct GateAnswer {
+    pub allow_stop: bool,
+    pub message: String,
+}
+
 pub struct Forwarder {
     listener: TcpListener,
     thread: Option<JoinHandle<()>>,
@@ -42,6 +53,7 @@ struct Shared {
     /// The model name agents use and see.
     model_name: String,
     on_fatal: OnFatal,
+    on_gate: Option<OnGate>,
 }
 
 impl Forwarder {
@@ -51,8 +63,9 @@ impl Forwarder {
         token: String,
         model_name: String,
         on_fatal: OnFatal,
+        on_gate: Option<OnGate>,
     ) -> std::io::Result<Forwarder> {
-        let shared = Arc::new(Shared { gateway, token, model_name, on_fatal });
+        let shared = Arc::new(Shared { gateway, token, model_name, on_fatal, on_gate });
         let accepting = listener.try_clone()?;
         let thread = std::thread::spawn(move || {
             for conn in accepting.incoming() {
@@ -130,6 +143,18 @@ fn route(req: &Request, shared: &Shared) -> Response {
             status: 200,
             body: json!({"id": shared.model_name, "object": "model", "created": 0, "owned_by": "cleanroom"}),
         },
+        // Plain text, so a hook written in bash alone can read it: the
+        // first line is `allow` or `block`, the rest is for the agent.
+        ("POST", "/cleanroom/gate") => {
+            let answer = shared.on_gate.as_ref().map(|gate| gate());
+            match answer {
+                Some(GateAnswer { allow_stop: false, message }) => {
+                    Response::Text(format!("block\n{message}"))
+                }
+                Some(GateAnswer { message, .. }) => Response::Text(format!("allow\n{message}")),
+                None => Response::Text("allow\n".into()),
+            }
+        }
         ("POST", "/messages/count_tokens") => match body_json(req) {
             Ok(body) => Response::Json { status: 200, body: anthropic::count_tokens_estimate(&body) },
             Err(why) => error(dialect, 400, &why),

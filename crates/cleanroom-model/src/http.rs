@@ -111,6 +111,8 @@ pub enum Response {
         status: u16,
         body: serde_json::Value,
     },
+    /// Plain text; the connection closes after it.
+    Text(String),
     /// A complete event stream, sent at once, then the connection closes.
     EventStream(String),
 }
@@ -130,6 +132,15 @@ pub fn write_response(stream: &mut TcpStream, request: &Request, response: Respo
             )?;
             stream.flush()?;
             Ok(keep)
+        }
+        Response::Text(text) => {
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                text.len()
+            )?;
+            stream.flush()?;
+            Ok(false)
         }
         Response::EventStream(events) => {
             write!(

@@ -30,6 +30,28 @@ pub enum Reply {
         call: Value,
         done: String,
     },
+    /// An agent that first claims to be done; once the completion gate's
+    /// report is in the conversation, makes `call`, then is done again.
+    GateAware {
+        call: Value,
+    },
+}
+
+/// The conversation's text, message by message (content strings or parts).
+fn texts(request: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in request["messages"].as_array().into_iter().flatten() {
+        let role = m["role"].as_str().unwrap_or_default().to_string();
+        let text = match &m["content"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => {
+                parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("\n")
+            }
+            _ => String::new(),
+        };
+        out.push((role, text));
+    }
+    out
 }
 
 pub fn tool_call(id: &str, name: &str, args: Value) -> Value {
@@ -128,6 +150,24 @@ fn serve(
                     request["messages"].as_array().into_iter().flatten().any(|m| m["role"] == "tool");
                 let message = if request["tools"].as_array().is_none_or(|t| t.is_empty()) || answered {
                     json!({"role": "assistant", "content": done})
+                } else {
+                    json!({"role": "assistant", "content": null, "tool_calls": [call]})
+                };
+                let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
+                let body = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
+                    "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}});
+                respond(&mut writer, 200, &body.to_string());
+            }
+            Reply::GateAware { call } => {
+                let messages = texts(&request);
+                let report = messages.iter().rposition(|(_, t)| t.contains("The designated experiment `"));
+                let acted = report.is_some_and(|i| messages[i..].iter().any(|(role, _)| role == "tool"));
+                let message = if request["tools"].as_array().is_none_or(|t| t.is_empty())
+                    || report.is_none()
+                    || acted
+                {
+                    json!({"role": "assistant", "content": "Done."})
                 } else {
                     json!({"role": "assistant", "content": null, "tool_calls": [call]})
                 };

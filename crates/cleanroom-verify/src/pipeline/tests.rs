@@ -30,7 +30,7 @@ fn exited(code: i32, seconds: u64, stdout: &str) -> Act {
 }
 
 /// Given the request and the host path of the environment's root.
-type Script = Box<dyn Fn(&ExecRequest, &Path) -> Result<Act, EnvError> + Send>;
+type Script = Box<dyn Fn(&ExecRequest, &Path) -> Result<Act, EnvError> + Send + Sync>;
 
 struct FakeEnv {
     root: RootFs,
