@@ -250,10 +250,19 @@ fn budgets_and_model_failures_end_the_trial_and_the_run_goes_on() {
             ("garbage".to_string(), vec![Reply::Garbage]),
             ("stalled".to_string(), vec![Reply::Stall]),
             ("badargs".to_string(), bad_args),
+            (
+                "limited".to_string(),
+                vec![
+                    Reply::Status(429, "{\"error\":\"slow down\"}".into()),
+                    calls(vec![tool_call("z", "finish", json!({"summary": "done"}))], 7, 1),
+                ],
+            ),
         ]),
     );
-    let cfg = config(&out, &model.base_url, &["busy", "broken", "garbage", "stalled", "badargs"], "");
-    let agents = ["llm:busy", "llm:broken", "llm:garbage", "llm:stalled", "llm:badargs", "nop"];
+    let cfg =
+        config(&out, &model.base_url, &["busy", "broken", "garbage", "stalled", "badargs", "limited"], "");
+    let agents =
+        ["llm:busy", "llm:broken", "llm:garbage", "llm:stalled", "llm:badargs", "llm:limited", "nop"];
     let mut args = vec!["--max-steps", "2"];
     for a in &agents {
         args.extend(["--agent", a]);
@@ -289,6 +298,15 @@ fn budgets_and_model_failures_end_the_trial_and_the_run_goes_on() {
     let seen = observations(&json_file(trial_dir(&run_dir, "llm-badargs").join("trajectory.json")));
     assert!(seen[0].contains("not valid JSON"), "{seen:?}");
     assert_eq!(result("nop")["class"], "self_stop");
+    // A 429 is waited out and retried: one step, one retry counted.
+    let limited = result("llm-limited");
+    assert_eq!(
+        (limited["stop_reason"].as_str(), limited["steps"].as_u64()),
+        (Some("finished"), Some(1)),
+        "{limited}"
+    );
+    assert_eq!(limited["model_retries"], 1, "{limited}");
+    assert_eq!(limited["tokens"]["prompt"], 7);
 }
 
 #[test]
