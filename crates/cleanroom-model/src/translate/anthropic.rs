@@ -464,10 +464,7 @@ fn is_base64_source(map: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn roles(chat: &Value) -> Vec<&str> {
-        chat["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect()
-    }
+    use crate::translate::test_support::{parse_sse, roles};
 
     #[test]
     fn basic_request() {
@@ -746,19 +743,6 @@ mod tests {
     fn missing_choices_is_an_error() {
         let err = chat_to_response(&json!({"id": "x", "choices": []}), "m").unwrap_err();
         assert_eq!(err.path, "choices");
-    }
-
-    /// Splits an SSE body into (event name, data) pairs.
-    fn parse_sse(body: &str) -> Vec<(String, Value)> {
-        assert!(body.ends_with("\n\n"));
-        body.trim_end()
-            .split("\n\n")
-            .map(|frame| {
-                let (event, data) = frame.split_once('\n').unwrap();
-                let name = event.strip_prefix("event: ").unwrap().to_owned();
-                (name, serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap())
-            })
-            .collect()
     }
 
     #[test]

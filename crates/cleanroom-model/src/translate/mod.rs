@@ -199,6 +199,30 @@ impl ChatUsage {
     }
 }
 
+/// What the dialects' tests share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use serde_json::Value;
+
+    /// The roles of a chat request's messages, in order.
+    pub fn roles(chat: &Value) -> Vec<&str> {
+        chat["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect()
+    }
+
+    /// Splits an SSE body into (event name, data) pairs.
+    pub fn parse_sse(body: &str) -> Vec<(String, Value)> {
+        assert!(body.ends_with("\n\n"));
+        body.trim_end()
+            .split("\n\n")
+            .map(|frame| {
+                let (event, data) = frame.split_once('\n').unwrap();
+                let name = event.strip_prefix("event: ").unwrap().to_owned();
+                (name, serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap())
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -665,10 +665,7 @@ pub fn error_body(status: u16, message: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn roles(chat: &Value) -> Vec<&str> {
-        chat["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect()
-    }
+    use crate::translate::test_support::{parse_sse, roles};
 
     #[test]
     fn basic_request() {
@@ -1002,18 +999,6 @@ mod tests {
         assert_eq!(resp["incomplete_details"], json!({"reason": "max_output_tokens"}));
         let events = parse_sse(&sse_events(&resp));
         assert_eq!(events.last().unwrap().0, "response.incomplete");
-    }
-
-    fn parse_sse(body: &str) -> Vec<(String, Value)> {
-        assert!(body.ends_with("\n\n"));
-        body.trim_end()
-            .split("\n\n")
-            .map(|frame| {
-                let (event, data) = frame.split_once('\n').unwrap();
-                let name = event.strip_prefix("event: ").unwrap().to_owned();
-                (name, serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap())
-            })
-            .collect()
     }
 
     #[test]
