@@ -188,6 +188,11 @@ pub(crate) fn run(
     cancel: &CancelToken,
 ) -> Result<AgentRun, EnvError> {
     let started = Instant::now();
+    let recorded_gate = crate::recorded_gate(
+        &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
+        ctx,
+        task,
+    );
     let agent = ctx.config.agent(name).map_err(EnvError::Phase)?;
     let model = ctx.config.model(model_name).map_err(EnvError::Phase)?;
     let prefix =
@@ -202,11 +207,7 @@ pub(crate) fn run(
         Ok(c) => c,
         Err(e) => {
             let mut run = crate::llm::model_failure(started, model_name, e.to_string());
-            run.model.as_mut().expect("a model record").gate = crate::recorded_gate(
-                &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
-                ctx,
-                task,
-            );
+            run.model.as_mut().expect("a model record").gate = recorded_gate;
             return Ok(run);
         }
     };
@@ -264,15 +265,7 @@ pub(crate) fn run(
         .map(|(k, v)| (k.to_string(), v)),
     );
     if gated {
-        vars.push((
-            "CLEANROOM_GATE".into(),
-            crate::recorded_gate(
-                &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
-                ctx,
-                task,
-            )
-            .into(),
-        ));
+        vars.push(("CLEANROOM_GATE".into(), recorded_gate.into()));
     }
     let req = ExecRequest {
         argv: vec!["/bin/bash".into(), script],
@@ -361,11 +354,7 @@ pub(crate) fn run(
             exchanges: gateway.exchanges_jsonl(),
             native_logs,
             error,
-            gate: crate::recorded_gate(
-                &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
-                ctx,
-                task,
-            ),
+            gate: recorded_gate,
         }),
     })
 }

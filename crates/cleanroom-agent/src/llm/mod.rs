@@ -83,7 +83,7 @@ pub fn run_llm(
             json!({"role": "user", "content": instruction}),
         ],
         trajectory: Trajectory::new(
-            &random_session(),
+            &crate::workspace::random_hex(),
             "cleanroom-llm",
             env!("CARGO_PKG_VERSION"),
             Some(settings.model_name),
@@ -287,8 +287,4 @@ pub(crate) fn model_failure(started: Instant, model_name: &str, why: String) -> 
             ..ModelRecord::default()
         }),
     }
-}
-
-fn random_session() -> String {
-    crate::workspace::random_hex()
 }
