@@ -182,7 +182,12 @@ fn complete(dialect: Dialect, body: &Value, shared: &Shared) -> Response {
         Err(why) => return error(dialect, 400, &format!("cleanroom forwarder: {why}")),
     };
     let agent_request = (dialect != Dialect::Chat).then_some(body);
-    let tool_kinds = responses::tool_kinds(body);
+    // Only Responses answers need to know which tools were custom.
+    let tool_kinds = if dialect == Dialect::Responses {
+        responses::tool_kinds(body)
+    } else {
+        responses::ToolKinds::default()
+    };
     let result = shared.gateway.chat(dialect, agent_request, &upstream, |chat| {
         let rendered = match dialect {
             Dialect::Chat => Ok(with_model(chat, model)),

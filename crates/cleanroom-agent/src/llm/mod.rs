@@ -39,7 +39,6 @@ struct Transcript {
     messages: Vec<Value>,
     trajectory: Trajectory,
     log: Captured,
-    model_name: String,
 }
 
 impl Transcript {
@@ -89,7 +88,6 @@ pub fn run_llm(
             Some(settings.model_name),
         ),
         log: Captured::new(AGENT_OUTPUT_LIMIT),
-        model_name: settings.model_name.to_string(),
     };
     t.trajectory.tool_definitions = tools::definitions();
     let now = cleanroom_env::time::rfc3339_utc_now;
@@ -173,7 +171,7 @@ fn drive(
         t.messages.push(assistant);
         let usage = cleanroom_model::Usage::of_chat_response(&response);
         let mut step = Step::new(Source::Agent, cleanroom_env::time::rfc3339_utc_now(), text.clone());
-        step.model_name = Some(t.model_name.clone());
+        step.model_name = Some(settings.model_name.to_string());
         step.reasoning = message["reasoning_content"].as_str().map(str::to_string);
         step.tool_calls = calls.iter().map(ToolCall::of_chat).collect();
         step.usage = Some(usage);

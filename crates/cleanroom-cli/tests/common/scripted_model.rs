@@ -136,57 +136,60 @@ fn serve(
             respond(&mut writer, 404, "{\"error\":{\"message\":\"no such model\"}}");
             continue;
         };
-        match reply {
-            Reply::Message { message, prompt, completion } => {
-                let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
-                let body = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
-                    "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                        "total_tokens": prompt + completion}});
-                respond(&mut writer, 200, &body.to_string());
-            }
+        let (message, prompt, completion) = match reply {
+            Reply::Message { message, prompt, completion } => (message, prompt, completion),
             Reply::Agentic { call, done } => {
-                let answered =
-                    request["messages"].as_array().into_iter().flatten().any(|m| m["role"] == "tool");
-                let message = if request["tools"].as_array().is_none_or(|t| t.is_empty()) || answered {
-                    json!({"role": "assistant", "content": done})
-                } else {
-                    json!({"role": "assistant", "content": null, "tool_calls": [call]})
-                };
-                let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
-                let body = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
-                    "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}});
-                respond(&mut writer, 200, &body.to_string());
+                let answered = texts(&request).iter().any(|(role, _)| role == "tool");
+                (if without_tools(&request) || answered { say(&done) } else { make(call) }, 50, 5)
             }
             Reply::GateAware { call } => {
                 let messages = texts(&request);
                 let report = messages.iter().rposition(|(_, t)| t.contains("The designated experiment `"));
                 let acted = report.is_some_and(|i| messages[i..].iter().any(|(role, _)| role == "tool"));
-                let message = if request["tools"].as_array().is_none_or(|t| t.is_empty())
-                    || report.is_none()
-                    || acted
-                {
-                    json!({"role": "assistant", "content": "Done."})
-                } else {
-                    json!({"role": "assistant", "content": null, "tool_calls": [call]})
-                };
-                let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
-                let body = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
-                    "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}});
-                respond(&mut writer, 200, &body.to_string());
+                (
+                    if without_tools(&request) || report.is_none() || acted {
+                        say("Done.")
+                    } else {
+                        make(call)
+                    },
+                    50,
+                    5,
+                )
             }
-            Reply::Status(code, text) => respond(&mut writer, code, &text),
-            Reply::Garbage => respond(&mut writer, 200, "<html>this is not json"),
+            Reply::Status(code, text) => {
+                respond(&mut writer, code, &text);
+                continue;
+            }
+            Reply::Garbage => {
+                respond(&mut writer, 200, "<html>this is not json");
+                continue;
+            }
             Reply::Stall => {
                 // Hold the connection open until the client gives up.
                 let mut rest = Vec::new();
                 let _ = reader.read_to_end(&mut rest);
                 return;
             }
-        }
+        };
+        let finish = if message["tool_calls"].is_array() { "tool_calls" } else { "stop" };
+        let body = json!({"id": format!("chatcmpl-{n}"), "object": "chat.completion", "created": 0,
+            "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}});
+        respond(&mut writer, 200, &body.to_string());
     }
+}
+
+/// An agent's side requests (titles, quota checks) come without tools.
+fn without_tools(request: &Value) -> bool {
+    request["tools"].as_array().is_none_or(|t| t.is_empty())
+}
+
+fn say(text: &str) -> Value {
+    json!({"role": "assistant", "content": text})
+}
+
+fn make(call: Value) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [call]})
 }
 
 fn respond(w: &mut TcpStream, status: u16, body: &str) {
