@@ -114,7 +114,7 @@ fn the_walls_hold() {
     let mut env = env_with(&spec());
     env.begin_phase(Network::LoopbackOnly).unwrap();
     let (_, out) = sh(env.as_ref(), "grep CapBnd /proc/self/status");
-    assert_eq!(out.trim(), "CapBnd:\t00000000a00405fb", "only the kept capabilities");
+    assert_eq!(out.trim(), "CapBnd:\t00000000800405fb", "only the kept capabilities");
     for attempt in [
         "mknod /tmp/disk b 8 0",
         "echo 1 > /proc/sys/kernel/sysrq",
@@ -328,5 +328,160 @@ fn the_harness_serves_a_port_on_the_environments_own_loopback() {
     let (status, out) = sh(env.as_ref(), "echo hello from inside > /dev/tcp/127.0.0.1/47399");
     assert_eq!(status, ExitStatus::Exited(0), "{out}");
     assert_eq!(server.join().unwrap(), "hello from inside\n");
+    env.destroy().unwrap();
+}
+
+/// Runs `perl -e CODE` inside and returns what it printed.
+fn perl(env: &dyn Environment, code: &str) -> String {
+    let (status, out) = sh(env, &format!("perl -e '{code}'"));
+    assert!(status.success(), "perl failed: {out}");
+    out
+}
+
+/// `syscall(ARGS)` inside: "ok RESULT" or "err ERRNO".
+fn syscall(env: &dyn Environment, args: &str) -> String {
+    let strings = r#"my ($type, $desc, $payload) = ("cleanroom-none", "d", "p");"#;
+    perl(env, &format!(r#"{strings} my $r = syscall({args}); print $r == -1 ? "err " . ($!+0) : "ok $r""#))
+}
+
+#[test]
+fn the_syscall_filter_closes_the_keyring_and_io_uring() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let eperm = format!("err {}", libc::EPERM);
+    // Each call is harmless if it went through, and its errno then differs
+    // from the filter's EPERM.
+    for (what, args) in [
+        // KEYCTL_GET_KEYRING_ID of the user keyring: the host root's keys.
+        ("keyctl", format!("{}, 0, -4, 0", libc::SYS_keyctl)),
+        // An unknown key type: ENODEV if the call were allowed.
+        ("add_key", format!("{}, $type, $desc, $payload, 1, -4", libc::SYS_add_key)),
+        ("request_key", format!("{}, $type, $desc, 0, 0", libc::SYS_request_key)),
+        // A null parameter block: EFAULT if allowed.
+        ("io_uring_setup", format!("{}, 1, 0", libc::SYS_io_uring_setup)),
+        ("perf_event_open", format!("{}, 0, 0, -1, -1, 0", libc::SYS_perf_event_open)),
+    ] {
+        assert_eq!(syscall(env.as_ref(), &args), eperm, "{what} was not refused");
+    }
+    let (status, keys) = sh(env.as_ref(), "cat /proc/keys /proc/key-users");
+    assert!(status.success() && keys.is_empty(), "the host's key lists show: {keys}");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn the_phase_holder_cannot_be_traced_or_read() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    // PTRACE_ATTACH and PTRACE_SEIZE to PID 1, the phase's holder.
+    for request in [16, 0x4206] {
+        assert_eq!(
+            syscall(env.as_ref(), &format!("{}, {request}, 1, 0, 0", libc::SYS_ptrace)),
+            format!("err {}", libc::EPERM),
+            "ptrace request {request:#x} reached the holder"
+        );
+    }
+    for probe in [
+        "head -c1 /proc/1/mem",
+        "head -c1 /proc/1/environ",
+        "readlink /proc/1/fd/100",
+        "ls /proc/1/root/",
+        "echo x > /proc/1/fd/100",
+    ] {
+        let (status, out) = sh(env.as_ref(), probe);
+        assert!(!status.success(), "`{probe}` reads the holder: {out}");
+    }
+    // ptrace itself still works for the agent's own processes (debuggers).
+    let own_child = perl(
+        env.as_ref(),
+        &format!(
+            "my $p = fork; if (!$p) {{ sleep 30; exit }} print syscall({}, 16, $p, 0, 0); kill 9, $p",
+            libc::SYS_ptrace
+        ),
+    );
+    assert_eq!(own_child.trim(), "0", "PTRACE_ATTACH to an own child failed");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn the_kernel_views_show_the_environment_not_the_host() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::Outbound).unwrap();
+    let (_, net) = sh(env.as_ref(), "ls /sys/class/net");
+    let mut devices: Vec<&str> = net.split_whitespace().collect();
+    devices.sort();
+    assert_eq!(devices, ["lo", "tap0"], "network devices seen in /sys");
+    for (what, script) in [
+        ("the kernel command line", "cat /proc/cmdline"),
+        ("the cgroup tree", "ls -A /sys/fs/cgroup"),
+        ("firmware tables", "ls -A /sys/firmware"),
+    ] {
+        let (_, out) = sh(env.as_ref(), script);
+        assert!(out.trim().is_empty(), "{what} is visible: {out}");
+    }
+    for attempt in ["touch /sys/kernel/x", "echo h > /proc/sysrq-trigger && grep -q . /proc/sysrq-trigger"] {
+        let (status, out) = sh(env.as_ref(), attempt);
+        assert!(!status.success(), "`{attempt}` succeeded: {out}");
+    }
+    // Software that reads /sys still finds the CPUs.
+    let (status, cpus) = sh(env.as_ref(), "ls /sys/devices/system/cpu | grep -c '^cpu[0-9]'");
+    assert!(status.success() && cpus.trim().parse::<u32>().unwrap() >= 1, "{cpus}");
+    env.destroy().unwrap();
+}
+
+/// The host's IPv4 default gateway, from /proc/net/route.
+fn host_gateway() -> Option<std::net::Ipv4Addr> {
+    let routes = std::fs::read_to_string("/proc/net/route").ok()?;
+    routes
+        .lines()
+        .skip(1)
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(1) == Some(&"00000000")).then(|| u32::from_str_radix(f[2], 16).ok()).flatten()
+        })
+        .map(|hex| std::net::Ipv4Addr::from(hex.swap_bytes()))
+}
+
+#[test]
+fn the_nat_blocks_the_hosts_neighbours_and_runs_in_the_environments_cgroup() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::Outbound).unwrap();
+    // Prohibit routes show in /proc/net/route with RTF_REJECT (0x200): no
+    // packet needs to leave the machine to see that they are there.
+    let (_, routes) = sh(env.as_ref(), "cat /proc/net/route");
+    let rejected: Vec<std::net::Ipv4Addr> = routes
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let flags = u32::from_str_radix(f.get(3)?, 16).ok()?;
+            (flags & 0x200 != 0).then(|| u32::from_str_radix(f[1], 16).ok()).flatten()
+        })
+        .map(|hex| std::net::Ipv4Addr::from(hex.swap_bytes()))
+        .collect();
+    if let Some(gateway) = host_gateway().filter(|g| !g.is_loopback() && g.octets()[..3] != [10, 0, 2]) {
+        assert!(rejected.contains(&gateway), "the host's gateway {gateway} is routable: {rejected:?}");
+    }
+    assert!(rejected.contains(&std::net::Ipv4Addr::new(169, 254, 0, 0)), "{rejected:?}");
+    let slirps = host_processes_with("slirp4netns");
+    assert!(
+        slirps
+            .iter()
+            .any(|pid| std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                .is_ok_and(|c| c.contains(env.id()))),
+        "no slirp4netns in the environment's cgroup"
+    );
+    env.destroy().unwrap();
+}
+
+#[test]
+fn all_environments_together_leave_the_host_processes() {
+    let env = env_with(&spec());
+    let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap().trim().parse().unwrap();
+    let parent = ["/sys/fs/cgroup/cleanroom/pids.max", "/sys/fs/cgroup/pids/cleanroom/pids.max"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .expect("the parent cgroup has a pids limit");
+    let limit: u64 = parent.trim().parse().unwrap_or_else(|_| panic!("pids.max is {parent}"));
+    assert!(limit <= pid_max / 2, "all environments together may hold {limit} of {pid_max} pids");
     env.destroy().unwrap();
 }

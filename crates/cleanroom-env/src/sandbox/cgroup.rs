@@ -31,6 +31,20 @@ fn layout() -> Layout {
     }
 }
 
+/// Most processes of all environments together: half of what the host's
+/// kernel allows (pid_max, threads-max), so that parallel environments
+/// that each fill their own limit never starve the host. Each environment's
+/// own limit is capped by it too.
+pub(crate) fn all_environments_pids_max() -> u64 {
+    let read = |knob: &str| std::fs::read_to_string(knob).ok().and_then(|v| v.trim().parse::<u64>().ok());
+    let host = [read("/proc/sys/kernel/pid_max"), read("/proc/sys/kernel/threads-max")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(32768);
+    (host / 2).max(64)
+}
+
 /// The cgroup directories of one environment.
 #[derive(Debug)]
 pub(crate) struct Cgroup {
@@ -58,7 +72,8 @@ pub(crate) fn dirs_of(id: &str) -> Vec<PathBuf> {
 impl Cgroup {
     pub fn create(id: &str, memory_mb: u64, pids_max: u64, cpus: u32) -> Result<Cgroup, EnvError> {
         let memory = (memory_mb * 1024 * 1024).to_string();
-        let pids = pids_max.to_string();
+        let all_pids = all_environments_pids_max();
+        let pids = pids_max.min(all_pids).to_string();
         let period = 100_000u64;
         let quota = (cpus.max(1) as u64 * period).to_string();
         let mut cg = Cgroup {
@@ -80,6 +95,7 @@ impl Cgroup {
                 // just leaves the limit unenforced, which is recorded.
                 let _ = write(&Path::new(ROOT).join("cgroup.subtree_control"), "+memory +pids +cpu");
                 let _ = write(&parent.join("cgroup.subtree_control"), "+memory +pids +cpu");
+                let _ = write(&parent.join("pids.max"), &all_pids.to_string());
                 let dir = parent.join(id);
                 mkdir(&dir)?;
                 cg.dirs.push(dir.clone());
@@ -100,6 +116,9 @@ impl Cgroup {
                     }
                     let dir = base.join(PARENT).join(id);
                     mkdir(&dir)?;
+                    if controller == "pids" {
+                        let _ = write(&base.join(PARENT).join("pids.max"), &all_pids.to_string());
+                    }
                     cg.dirs.push(dir.clone());
                     match controller {
                         "memory" if write(&dir.join("memory.limit_in_bytes"), &memory).is_ok() => {

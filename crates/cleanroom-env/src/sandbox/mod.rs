@@ -16,6 +16,7 @@ mod caps;
 mod cgroup;
 mod diff;
 mod keeper;
+mod kernel_views;
 mod phase;
 mod seccomp;
 mod spawn;

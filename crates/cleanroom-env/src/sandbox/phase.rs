@@ -6,8 +6,8 @@
 //! bubblewrap tries to exec a command that cannot exist, and the namespace
 //! dies with it.
 
-use std::ffi::CString;
 use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use crate::backend::{HostMount, Network};
 use crate::error::EnvError;
-use crate::sandbox::{caps, join_cgroups, pipe, spawn, tool};
+use crate::sandbox::{caps, join_cgroups, kernel_views, pipe, tool};
 
 /// What bubblewrap execs once unblocked: nothing, on purpose.
 const NO_COMMAND: &str = "/proc/cleanroom-phase-ended";
@@ -48,14 +48,6 @@ fn bwrap_args(merged: &Path, mounts: &[HostMount]) -> Vec<String> {
         "/dev",
         "--tmpfs",
         "/dev/shm",
-        "--ro-bind",
-        "/sys",
-        "/sys",
-        // The host's cgroup tree stays out of sight.
-        "--tmpfs",
-        "/sys/fs/cgroup",
-        "--remount-ro",
-        "/sys/fs/cgroup",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
@@ -75,7 +67,7 @@ fn bwrap_args(merged: &Path, mounts: &[HostMount]) -> Vec<String> {
     for mount in mounts {
         args.extend(["--ro-bind".into(), mount.host.to_string_lossy().into_owned(), mount.path.clone()]);
     }
-    args.extend(caps::bwrap_args());
+    args.extend(caps::holder_bwrap_args());
     args.extend(["--block-fd".into(), BLOCK_FD.to_string(), "--info-fd".into(), INFO_FD.to_string()]);
     args.extend(["--".into(), NO_COMMAND.into()]);
     args
@@ -131,9 +123,9 @@ impl Holder {
         };
         let mut holder = Holder { bwrap, _block: block_w, pid, nat: None };
         wait_until_blocked(pid)?;
-        read_only_kernel_knobs(pid)?;
+        kernel_views::trim(pid)?;
         if network == Network::Outbound {
-            holder.nat = Some(Nat::start(pid)?);
+            holder.nat = Some(Nat::start(pid, cgroup_procs)?);
         }
         Ok(holder)
     }
@@ -210,7 +202,7 @@ fn child_pid(info: &str) -> Option<i32> {
     v.get("child-pid")?.as_i64().map(|p| p as i32)
 }
 
-fn open_ns(pid: i32, ns: &str) -> Result<OwnedFd, EnvError> {
+pub(crate) fn open_ns(pid: i32, ns: &str) -> Result<OwnedFd, EnvError> {
     let path = format!("/proc/{pid}/ns/{ns}");
     std::fs::File::open(&path).map(OwnedFd::from).map_err(|e| EnvError::io(path, e))
 }
@@ -228,77 +220,17 @@ pub(crate) fn open_procs(files: &[std::path::PathBuf]) -> Result<Vec<OwnedFd>, E
         .collect()
 }
 
-/// bubblewrap, run as root, leaves /proc/sys writable; a bind mount of it
-/// onto itself, remounted read-only, fixes that (and /proc/sysrq-trigger).
-/// Done from a forked child in the holder's mount namespace, with raw
-/// system calls only: nothing of the environment is executed with the
-/// harness's privileges.
-fn read_only_kernel_knobs(holder: i32) -> Result<(), EnvError> {
-    let mnt = open_ns(holder, "mnt")?;
-    let root_path = format!("/proc/{holder}/root");
-    let root = std::fs::File::open(&root_path).map_err(|e| EnvError::io(root_path, e))?;
-    let targets: Vec<CString> =
-        ["/proc/sys", "/proc/sysrq-trigger"].iter().map(|t| CString::new(*t).unwrap()).collect();
-    // SAFETY: the child only makes raw system calls on data prepared above.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(EnvError::io("fork", std::io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        // SAFETY: forked child; raw system calls, then _exit.
-        unsafe {
-            spawn::close_all_but(&mut [mnt.as_raw_fd(), root.as_raw_fd()]);
-            if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
-                || libc::fchdir(root.as_raw_fd()) != 0
-                || libc::chroot(c".".as_ptr()) != 0
-            {
-                libc::_exit(2);
-            }
-            for t in &targets {
-                if libc::access(t.as_ptr(), libc::F_OK) != 0 {
-                    continue;
-                }
-                let bind = libc::mount(
-                    t.as_ptr(),
-                    t.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND | libc::MS_REC,
-                    std::ptr::null(),
-                );
-                let ro = libc::mount(
-                    std::ptr::null(),
-                    t.as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_BIND
-                        | libc::MS_REMOUNT
-                        | libc::MS_RDONLY
-                        | libc::MS_NOSUID
-                        | libc::MS_NODEV
-                        | libc::MS_NOEXEC,
-                    std::ptr::null(),
-                );
-                if bind != 0 || ro != 0 {
-                    libc::_exit(3);
-                }
-            }
-            libc::_exit(0);
-        }
-    }
-    let mut status = 0;
-    // SAFETY: reaping our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-        return Err(EnvError::Phase("cannot make /proc/sys read-only in the environment".into()));
-    }
-    Ok(())
-}
-
 impl Nat {
     /// User-mode NAT into the phase's network namespace. The host's
-    /// loopback is refused by slirp4netns; the host's own addresses and
-    /// link-local ones (cloud metadata) get `prohibit` routes inside, which
-    /// the environment cannot remove without CAP_NET_ADMIN.
-    fn start(holder: i32) -> Result<Nat, EnvError> {
+    /// loopback is refused by slirp4netns; the host's own addresses, its
+    /// neighbours and link-local ones (cloud metadata) get `prohibit` routes
+    /// inside (see blocked_routes), which the environment cannot remove
+    /// without CAP_NET_ADMIN. slirp4netns joins the environment's cgroups:
+    /// the CPU and memory it spends on the agent's traffic count against
+    /// the environment's limits.
+    fn start(holder: i32, cgroup_procs: &[std::path::PathBuf]) -> Result<Nat, EnvError> {
+        let cgroup_fds = open_procs(cgroup_procs)?;
+        let cg: Vec<i32> = cgroup_fds.iter().map(|f| f.as_raw_fd()).collect();
         let (ready_r, ready_w) = pipe()?;
         let (exit_r, exit_w) = pipe()?;
         let (ready_fd, exit_fd) = (ready_w.as_raw_fd(), exit_r.as_raw_fd());
@@ -322,6 +254,7 @@ impl Nat {
         unsafe {
             cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                join_cgroups(&cg)?;
                 if libc::dup2(ready_fd, 3) < 0 || libc::dup2(exit_fd, 4) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -329,7 +262,7 @@ impl Nat {
             });
         }
         let mut child = cmd.spawn().map_err(|e| EnvError::io("start slirp4netns", e))?;
-        drop((ready_w, exit_r));
+        drop((ready_w, exit_r, cgroup_fds));
         let mut byte = [0u8; 1];
         // SAFETY: ready_r is ours; File takes it over.
         let ready = unsafe { std::fs::File::from_raw_fd(into_raw(ready_r)) }.read(&mut byte);
@@ -348,27 +281,97 @@ impl Nat {
     }
 }
 
-/// The host's own IPv4 addresses, read once.
-fn host_addresses() -> &'static [String] {
-    static ADDRS: OnceLock<Vec<String>> = OnceLock::new();
-    ADDRS.get_or_init(|| {
-        let out = Command::new(tool("ip")).args(["-o", "-4", "addr", "show"]).output();
-        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-        text.lines()
-            .filter_map(|l| {
-                let mut it = l.split_whitespace();
-                it.position(|w| w == "inet")?;
-                it.next()?.split('/').next().map(str::to_string)
-            })
-            .filter(|a| !a.starts_with("127."))
-            .collect()
+/// slirp4netns's own network inside the environment (its gateway, DNS
+/// and the environment's address). A host network that overlaps it cannot
+/// be blocked by a route without cutting the environment off; slirp4netns
+/// itself refuses the host's loopback behind its gateway address.
+const SLIRP_NETWORK: (Ipv4Addr, u32) = (Ipv4Addr::new(10, 0, 2, 0), 24);
+
+/// Destinations the environment must not reach through the NAT: the
+/// host's own addresses, the networks it is directly attached to (its
+/// neighbours), its gateways, and link-local ranges (cloud metadata at
+/// 169.254.169.254), IPv4 and IPv6. Read once from `ip -o addr` and
+/// `ip -o route`.
+fn blocked_routes() -> &'static [IpNet] {
+    static ROUTES: OnceLock<Vec<IpNet>> = OnceLock::new();
+    ROUTES.get_or_init(|| {
+        let ip = |args: &[&str]| {
+            let out = Command::new(tool("ip")).args(args).output();
+            out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+        };
+        let listing = [
+            ip(&["-o", "addr", "show"]),
+            ip(&["-o", "-4", "route", "show"]),
+            ip(&["-o", "-6", "route", "show"]),
+        ];
+        blocked_destinations(&listing.join("\n"))
     })
 }
 
+/// An address and prefix length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct IpNet(IpAddr, u32);
+
+impl IpNet {
+    /// `ADDR` (a host) or `ADDR/LEN`.
+    fn parse(text: &str, host_only: bool) -> Option<IpNet> {
+        let (addr, len) = text.split_once('/').unwrap_or((text, ""));
+        let addr: IpAddr = addr.parse().ok()?;
+        let full = if addr.is_ipv4() { 32 } else { 128 };
+        let len = if host_only || len.is_empty() { full } else { len.parse().ok().filter(|l| *l <= full)? };
+        Some(IpNet(addr, len))
+    }
+
+    fn overlaps_slirp(&self) -> bool {
+        let IpAddr::V4(addr) = self.0 else { return false };
+        let len = self.1.min(SLIRP_NETWORK.1);
+        let prefix = |a: Ipv4Addr| if len == 0 { 0 } else { u32::from(a) >> (32 - len) };
+        prefix(addr) == prefix(SLIRP_NETWORK.0)
+    }
+}
+
+impl std::fmt::Display for IpNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.0, self.1)
+    }
+}
+
+/// The destinations of [`blocked_routes`] in `ip -o` listings: each
+/// `inet`/`inet6` address as a host, each network a route names, each
+/// `via` gateway as a host; loopback aside (slirp4netns refuses it).
+fn blocked_destinations(listing: &str) -> Vec<IpNet> {
+    let mut out =
+        vec![IpNet::parse("169.254.0.0/16", false).unwrap(), IpNet::parse("fe80::/10", false).unwrap()];
+    for line in listing.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let after = |key: &str| words.iter().position(|w| *w == key).and_then(|i| words.get(i + 1)).copied();
+        let mut found = Vec::new();
+        if let Some(addr) = after("inet").or_else(|| after("inet6")) {
+            found.extend(IpNet::parse(addr, true));
+        } else if let Some(first) = words.first() {
+            found.extend(after("via").and_then(|gw| IpNet::parse(gw, true)));
+            found.extend(IpNet::parse(first, false));
+        }
+        for net in found {
+            if !net.0.is_loopback() && !net.overlaps_slirp() && !out.contains(&net) {
+                out.push(net);
+            }
+        }
+    }
+    out
+}
+
+/// Whether the host runs IPv6 (a namespace then has it too).
+fn ipv6_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/net/ipv6/conf/all/disable_ipv6").is_ok_and(|v| v.trim() == "0")
+}
+
 fn block_host_addresses(holder: i32) -> Result<(), EnvError> {
-    let mut batch = String::from("route add prohibit 169.254.0.0/16\n");
-    for addr in host_addresses() {
-        batch.push_str(&format!("route add prohibit {addr}/32\n"));
+    let mut batch = String::new();
+    for net in blocked_routes() {
+        if net.0.is_ipv4() || ipv6_enabled() {
+            batch.push_str(&format!("route add prohibit {net}\n"));
+        }
     }
     let net = open_ns(holder, "net")?;
     let fd = net.as_raw_fd();
@@ -395,4 +398,42 @@ fn block_host_addresses(holder: i32) -> Result<(), EnvError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_addresses_neighbours_and_gateways_are_blocked() {
+        let listing = "\
+1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever
+1: lo    inet6 ::1/128 scope host \\       valid_lft forever
+4: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0\\       valid_lft forever
+4: eth0    inet6 fd00::2/64 scope global nodad \\       valid_lft forever
+default via 192.0.2.1 dev eth0
+192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2
+10.0.0.0/8 via 192.0.2.254 dev eth0
+fd00::/64 dev eth0 proto kernel metric 256 pref medium
+default via fd00::1 dev eth0 metric 1024 pref medium
+";
+        let got: Vec<String> = blocked_destinations(listing).iter().map(|n| n.to_string()).collect();
+        for want in [
+            "169.254.0.0/16",
+            "fe80::/10",
+            "192.0.2.2/32",
+            "fd00::2/128",
+            "192.0.2.1/32",
+            "192.0.2.0/24",
+            "192.0.2.254/32",
+            "fd00::/64",
+            "fd00::1/128",
+        ] {
+            assert!(got.contains(&want.to_string()), "{want} missing from {got:?}");
+        }
+        assert!(!got.iter().any(|d| d.starts_with("127.") || d.starts_with("::1")), "{got:?}");
+        // 10.0.0.0/8 holds slirp4netns's own network: blocking it would cut
+        // the environment off.
+        assert!(!got.contains(&"10.0.0.0/8".to_string()), "{got:?}");
+    }
 }
