@@ -162,7 +162,14 @@ fn third_party_tasks_run_unchanged() {
 #[test]
 fn adversarial_agents_never_pass() {
     let out = temp_out("adversarial");
-    let agents = ["search-verifier", "plant-outputs", "detached-tamper", "replace-tools", "probe-walls"];
+    let agents = [
+        "search-verifier",
+        "plant-outputs",
+        "detached-tamper",
+        "replace-tools",
+        "probe-walls",
+        "verify-hooks",
+    ];
     let mut args = vec![
         "--tasks".to_string(),
         fixtures("tests/fixtures/tasks-adversarial"),
@@ -206,6 +213,13 @@ fn adversarial_agents_never_pass() {
     let report = trial_file(&run_dir, probe, "agent.log");
     let open: Vec<&str> = report.lines().filter(|l| l.starts_with("OPEN")).collect();
     assert!(open.is_empty(), "walls that did not hold:\n{}", open.join("\n"));
+    let hooks = by_agent(&results, "script-verify-hooks-sh")[0];
+    let verify_log = trial_file(&run_dir, hooks, "verify.log");
+    assert!(verify_log.contains("WRAPPER-RAN"), "the replaced tool ran in verification: {verify_log}");
+    for forbidden in ["HOOK-RAN", "TAMPER-WORKED"] {
+        assert!(!verify_log.contains(forbidden), "an agent's hook acted inside verification:\n{verify_log}");
+    }
+    assert_eq!(hooks["tampered"], serde_json::json!([]), "{verify_log}");
     assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), hostname_before);
     if let Some(pid) = run_pid(&run_dir) {
         assert_nothing_left(pid);

@@ -129,6 +129,19 @@ pub struct HostMount {
     pub path: String,
 }
 
+/// What a phase gets besides its network.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PhaseOptions {
+    /// Host directories shown read-only inside for this phase.
+    pub mounts: Vec<HostMount>,
+    /// Absolute paths inside the environment that no process of the phase
+    /// can change, remove or replace, nor rename any directory above them:
+    /// the hidden verifier and the protected files during verification. A
+    /// path that is missing or reached through a link is left as it is
+    /// (the tamper check has judged it already).
+    pub sealed: Vec<String>,
+}
+
 /// One path of the environment that differs from its base image.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathChange {
@@ -185,11 +198,11 @@ pub trait Environment: Send + Sync {
 
     /// Starts a phase. Fails if one is already running.
     fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {
-        self.begin_phase_with(network, &[])
+        self.begin_phase_with(network, &PhaseOptions::default())
     }
 
-    /// Starts a phase in which `mounts` are visible, read-only.
-    fn begin_phase_with(&mut self, network: Network, mounts: &[HostMount]) -> Result<(), EnvError>;
+    /// Starts a phase with host mounts and sealed paths.
+    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError>;
 
     /// A TCP socket listening on the loopback address of the current phase's
     /// network, at `port`: the harness serves it, processes inside connect

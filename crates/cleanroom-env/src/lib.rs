@@ -12,7 +12,7 @@ pub mod time;
 
 pub use backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
-    Limits, Network, PathChange, PathChangeKind,
+    Limits, Network, PathChange, PathChangeKind, PhaseOptions,
 };
 pub use cancel::CancelToken;
 pub use error::EnvError;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cleanroom_env::sandbox::SandboxBackend;
 use cleanroom_env::{
     image, Backend, CancelToken, EnvSpec, Environment, ExecRequest, ExitStatus, HostMount, LimitState,
-    Network,
+    Network, PhaseOptions,
 };
 
 fn image_root() -> PathBuf {
@@ -291,7 +291,8 @@ fn host_mounts_are_read_only_and_leave_no_trace() {
     std::fs::write(host_dir.join("bin/tool"), "installed on the host\n").unwrap();
     let mut env = env_with(&spec());
     let mount = HostMount { host: host_dir.clone(), path: "/var/lib/cleanroom-test/prefix".into() };
-    env.begin_phase_with(Network::LoopbackOnly, &[mount]).unwrap();
+    env.begin_phase_with(Network::LoopbackOnly, &PhaseOptions { mounts: vec![mount], ..Default::default() })
+        .unwrap();
     let (status, out) = sh(env.as_ref(), "cat /var/lib/cleanroom-test/prefix/bin/tool");
     assert_eq!((status, out.as_str()), (ExitStatus::Exited(0), "installed on the host\n"));
     let (status, out) = sh(
@@ -483,5 +484,48 @@ fn all_environments_together_leave_the_host_processes() {
         .expect("the parent cgroup has a pids limit");
     let limit: u64 = parent.trim().parse().unwrap_or_else(|_| panic!("pids.max is {parent}"));
     assert!(limit <= pid_max / 2, "all environments together may hold {limit} of {pid_max} pids");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase() {
+    let mut env = env_with(&spec());
+    let root = env.root();
+    root.create_dir_all("/w/art/data", 0o755).unwrap();
+    root.write_file("/w/art/run.sh", b"echo original\n", 0o755).unwrap();
+    root.write_file("/w/art/data/in.csv", b"1,2\n", 0o644).unwrap();
+    root.create_dir_all("/.cleanroom-verify-test", 0o755).unwrap();
+    root.write_file("/.cleanroom-verify-test/check.sh", b"exit 0\n", 0o755).unwrap();
+    let sealed =
+        ["/w/art/run.sh", "/w/art/data/in.csv", "/.cleanroom-verify-test"].map(String::from).to_vec();
+    env.begin_phase_with(Network::LoopbackOnly, &PhaseOptions { sealed, ..Default::default() }).unwrap();
+    for attack in [
+        "echo forged > /w/art/run.sh",
+        "rm -f /w/art/run.sh",
+        "mv /w/art/run.sh /w/art/run.old",
+        "chmod 777 /w/art/data/in.csv",
+        "mv /w/art/data /w/art/data.old",
+        "mv /w/art /w/art.old",
+        "mv /w /w.old",
+        "echo x > /.cleanroom-verify-test/check.sh",
+        "touch /.cleanroom-verify-test/new",
+        "umount -l /w/art/run.sh",
+    ] {
+        let (status, out) = sh(env.as_ref(), attack);
+        assert!(!status.success(), "`{attack}` worked on a sealed path: {out}");
+    }
+    // Next to the sealed files, the verifier's steps still write outputs.
+    let (status, out) = sh(
+        env.as_ref(),
+        "mkdir /w/art/results && echo 3 > /w/art/results/out.csv && echo 5 > /w/art/data/new.csv",
+    );
+    assert!(status.success(), "{out}");
+    let (_, out) = sh(env.as_ref(), "cat /w/art/run.sh /w/art/data/in.csv");
+    assert_eq!(out, "echo original\n1,2\n");
+    env.end_phase().unwrap();
+    // The seal lasts one phase.
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "echo changed > /w/art/run.sh && mv /w /w.old");
+    assert!(status.success(), "{out}");
     env.destroy().unwrap();
 }

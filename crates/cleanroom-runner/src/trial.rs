@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
-use cleanroom_env::{EnvError, EnvSpec, Globs, Network};
+use cleanroom_env::{EnvError, EnvSpec, Globs, Network, PhaseOptions};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
 use cleanroom_verify::{run_pipeline, ChangeKind, Changes, Verdict};
@@ -103,7 +103,10 @@ fn run(
     record.limits = Some(env.limits());
     let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
     let ctx = input.agent_setup.context(input.timeout_multiplier);
-    env.begin_phase_with(network, &phase_mounts(&agent.spec, &ctx))?;
+    env.begin_phase_with(
+        network,
+        &PhaseOptions { mounts: phase_mounts(&agent.spec, &ctx), ..Default::default() },
+    )?;
     populate_workspace(env.as_ref(), task, &staged.dir)?;
     record.timings.environment = started.elapsed().as_secs_f64();
 

@@ -2,21 +2,37 @@
 //! semantics").
 //!
 //! Design note. It runs after the agent phase has ended, so no process of the
-//! agent is left. In a new phase it:
+//! agent is left. It:
 //!
-//! 1. makes `CLEANROOM_VERIFY` and `CLEANROOM_OUT` at fresh paths with 128
+//! 1. reads the deployment's login environment in a phase of its own: a
+//!    login shell prints its exported variables, and that phase ends (every
+//!    process a profile hook started is killed) before anything of the
+//!    verifier enters the environment;
+//! 2. makes `CLEANROOM_VERIFY` and `CLEANROOM_OUT` at fresh paths with 128
 //!    random bits each, directly under the environment's `/` (one component
 //!    that the harness itself creates: no link the agent left can lie on the
 //!    path, so outputs are readable without following any link), and copies
 //!    verify/ but checks.toml into the first;
-//! 2. runs the steps in order, each in a login shell in `artifact.dest`,
-//!    after removing its `clean` globs from the host side (never by a process
-//!    in the environment, which the agent may have replaced); the first step
-//!    that fails or times out ends the steps; each step's timeout is capped by
-//!    what is left of `verify.timeout_sec`;
-//! 3. ends the phase (every process a step left is killed), and only then
+//! 3. starts the verification phase with the verifier's directory and every
+//!    file under `protected` sealed (read-only, not removable, no directory
+//!    above them renamable: see the backend's PhaseOptions), so nothing that
+//!    runs during verification can change them, even for a moment;
+//! 4. runs the steps in order in `artifact.dest`, each in bash without
+//!    profile or rc files, with the login environment's variables less those
+//!    that inject code ([`UNTRUSTED_VARIABLES`], exported functions), after
+//!    removing its `clean` globs from the host side (never by a process in
+//!    the environment, which the agent may have replaced); the first step
+//!    that fails or times out ends the steps; each step's timeout is capped
+//!    by what is left of `verify.timeout_sec`;
+//! 5. ends the phase (every process a step left is killed), and only then
 //!    reads outputs and evaluates every check, so nothing in the environment
 //!    can change a file while the harness reads it.
+//!
+//! What a step trusts of the deployment: its files (interpreters, libraries,
+//! installed packages and their start-up files such as `.pth`), which are
+//! what was deployed, and the variables its login shell sets (a virtual
+//! environment on `PATH`). Not its shell hooks: profile scripts, rc files,
+//! `BASH_ENV`, functions and aliases never run inside a step.
 //!
 //! Infrastructure failures (the environment cannot run a command, the
 //! harness cannot copy verify/ in) are errors, not verdicts; so is a cancel
@@ -29,7 +45,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{
-    CancelToken, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Network, RootFs,
+    CancelToken, EntryKind, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Network,
+    PhaseOptions, RootFs,
 };
 
 use crate::checks::{self, CheckResult};
@@ -44,6 +61,44 @@ pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 
 /// Most `clean` removals listed per step in verify.log.
 const LOGGED_REMOVALS: usize = 20;
+
+/// How long the login shell that reports the deployment's environment may
+/// take (and at most what is left of the pipeline's budget).
+const LOGIN_ENV_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Prints every exported variable, NUL-separated, after a marker, with
+/// bash builtins only.
+const LOGIN_ENV_SCRIPT: &str =
+    r#"printf '\0cleanroom-login-env\0'; for n in $(compgen -e); do printf '%s=%s\0' "$n" "${!n}"; done"#;
+const LOGIN_ENV_MARKER: &[u8] = b"\0cleanroom-login-env\0";
+
+/// Variables of the login environment that a step does not get: they make
+/// a shell or an interpreter run code at start-up, or turn the shell's
+/// behaviour. Exported bash functions (`BASH_FUNC_*`) neither.
+pub const UNTRUSTED_VARIABLES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "CDPATH",
+    "GLOBIGNORE",
+    "IFS",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "PYTHONSTARTUP",
+    "PYTHONINSPECT",
+    "PYTHONUSERBASE",
+    "PERL5OPT",
+    "PERL5DB",
+    "RUBYOPT",
+    "NODE_OPTIONS",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+];
 
 /// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
 /// and judges it. verify.log goes to `log` (write errors are ignored: the
@@ -67,6 +122,8 @@ pub struct Pipeline<'a> {
     pub timeout: Duration,
     /// `verify.network`.
     pub network: bool,
+    /// `verify.protected`: sealed during verification.
+    pub protected: &'a [String],
     pub spec: &'a VerifySpec,
 }
 
@@ -77,6 +134,7 @@ impl<'a> Pipeline<'a> {
             artifact_dest: &task.spec.artifact.dest,
             timeout: Duration::from_secs(task.spec.verify.timeout_sec),
             network: task.spec.verify.network,
+            protected: &task.spec.verify.protected,
             spec: &task.verify,
         }
     }
@@ -106,8 +164,18 @@ impl<'a> Pipeline<'a> {
             self.timeout.as_secs(),
             if self.network { "on" } else { "off" },
         ));
-        env.begin_phase(if self.network { Network::Outbound } else { Network::LoopbackOnly })?;
-        let ran = self.run_steps(&*env, cancel, &mut log, clock, start);
+        let login = self.login_variables(env, cancel, &mut log, clock, start)?;
+        let root = env.root();
+        let verify_env = fresh_dir(root)?;
+        root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
+            .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
+        let out_dir = fresh_dir(root)?;
+        let mut sealed = self.protected_files(root)?;
+        sealed.push(verify_env.clone());
+        let vars = self.step_env(login, &verify_env, &out_dir);
+        let network = if self.network { Network::Outbound } else { Network::LoopbackOnly };
+        env.begin_phase_with(network, &PhaseOptions { sealed, ..Default::default() })?;
+        let ran = self.run_steps(&*env, vars, out_dir, cancel, &mut log, clock, start);
         let ended = env.end_phase();
         let ran = ran?;
         ended?;
@@ -150,21 +218,78 @@ impl<'a> Pipeline<'a> {
         Ok(verdict)
     }
 
-    /// Steps 1 and 2 of the design note, inside the phase.
+    /// Step 1 of the design note: the login environment's variables, in a
+    /// phase of their own; None when the login shell did not report them.
+    fn login_variables(
+        &self,
+        env: &mut dyn Environment,
+        cancel: &CancelToken,
+        log: &mut Log<'_>,
+        clock: &dyn Clock,
+        start: Duration,
+    ) -> Result<Option<Vec<(String, String)>>, EnvError> {
+        env.begin_phase(Network::LoopbackOnly)?;
+        let mut req = ExecRequest::login_shell(LOGIN_ENV_SCRIPT, "/", base_env());
+        req.timeout =
+            Some(LOGIN_ENV_TIMEOUT.min(self.timeout.saturating_sub(clock.now().saturating_sub(start))));
+        let outcome = env.exec(&req, cancel);
+        let ended = env.end_phase();
+        let outcome = outcome?;
+        ended?;
+        if outcome.status == ExitStatus::Cancelled {
+            return Err(EnvError::Phase("verification cancelled".into()));
+        }
+        let stdout = outcome.stdout.to_bytes();
+        let found = outcome.status.success().then(|| parse_login_env(&stdout)).flatten();
+        match &found {
+            Some(vars) => log.line(format_args!("login environment: {} variables", vars.len())),
+            None => log.line(format_args!(
+                "login environment: not reported ({}); steps get the default one",
+                match outcome.status {
+                    ExitStatus::Exited(0) => "no variables printed".to_string(),
+                    ExitStatus::Exited(code) => format!("exit {code}"),
+                    ExitStatus::Signaled(sig) => format!("killed by signal {sig}"),
+                    ExitStatus::TimedOut =>
+                        format!("no exit within {}s", req.timeout.unwrap_or_default().as_secs()),
+                    ExitStatus::Cancelled => "cancelled".to_string(),
+                }
+            )),
+        }
+        Ok(found)
+    }
+
+    /// The original files of the artifact under `protected`, as paths in
+    /// the environment (regular files only: a link or a device there is
+    /// tampering already, and is never sealed through).
+    fn protected_files(&self, root: &RootFs) -> Result<Vec<String>, EnvError> {
+        if self.protected.is_empty() {
+            return Ok(Vec::new());
+        }
+        let globs = Globs::new(self.protected).map_err(EnvError::Phase)?;
+        let manifest = root
+            .manifest(self.artifact_dest)
+            .map_err(|e| EnvError::io(format!("list {}", self.artifact_dest), e))?;
+        Ok(manifest
+            .entries
+            .iter()
+            .filter(|(rel, entry)| entry.kind == EntryKind::File && globs.is_match(rel))
+            .map(|(rel, _)| format!("{}/{}", self.artifact_dest.trim_end_matches('/'), rel))
+            .collect())
+    }
+
+    /// Step 4 of the design note, inside the phase.
+    #[allow(clippy::too_many_arguments)]
     fn run_steps(
         &self,
         env: &dyn Environment,
+        vars: Vec<(String, String)>,
+        out_dir: String,
         cancel: &CancelToken,
         log: &mut Log<'_>,
         clock: &dyn Clock,
         start: Duration,
     ) -> Result<Ran<'a>, EnvError> {
         let root = env.root();
-        let verify_env = fresh_dir(root)?;
-        root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
-            .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
-        let out_dir = fresh_dir(root)?;
-        let vars = self.step_env(&verify_env, &out_dir);
 
         let mut steps = Vec::new();
         let mut stdouts = HashMap::new();
@@ -202,6 +327,8 @@ impl<'a> Pipeline<'a> {
             }
             let timeout = step.timeout_sec.map_or(left, |t| Duration::from_secs(t).min(left));
             let mut req = ExecRequest::login_shell(&step.run, self.artifact_dest, vars.clone());
+            // The login shell's variables, without running its hooks again.
+            req.argv = ["/bin/bash", "--noprofile", "--norc", "-c", &step.run].map(String::from).to_vec();
             req.timeout = Some(timeout);
             let outcome = env.exec(&req, cancel)?;
             result.seconds = (outcome.duration.as_secs_f64() * 1000.0).round() / 1000.0;
@@ -242,22 +369,28 @@ impl<'a> Pipeline<'a> {
         Ok(())
     }
 
-    /// The complete environment of a step. With `verify.network`, the host's
-    /// proxy variables too, as the agent phase has them (a host that reaches
-    /// the registries through a proxy needs them).
-    fn step_env(&self, verify_env: &str, out_dir: &str) -> Vec<(String, String)> {
-        let mut vars: Vec<(String, String)> = [
-            ("PATH", STEP_PATH),
-            ("HOME", "/root"),
-            ("LANG", "C.UTF-8"),
+    /// The complete environment of a step: the login environment's variables
+    /// (or the defaults), the harness's own on top. With `verify.network`,
+    /// the host's proxy variables too, as the agent phase has them (a host
+    /// that reaches the registries through a proxy needs them).
+    fn step_env(
+        &self,
+        login: Option<Vec<(String, String)>>,
+        verify_env: &str,
+        out_dir: &str,
+    ) -> Vec<(String, String)> {
+        let ours = [
             ("TERM", "dumb"),
             ("CLEANROOM_OUT", out_dir),
             ("CLEANROOM_VERIFY", verify_env),
             ("CLEANROOM_ARTIFACT", self.artifact_dest),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+        ];
+        let mut vars: Vec<(String, String)> = login
+            .unwrap_or_else(base_env)
+            .into_iter()
+            .filter(|(k, _)| !ours.iter().any(|(o, _)| o == k) && !k.starts_with("CLEANROOM_"))
+            .collect();
+        vars.extend(ours.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         if self.network {
             for name in PROXY_VARS {
                 if let Ok(value) = std::env::var(name) {
@@ -267,6 +400,31 @@ impl<'a> Pipeline<'a> {
         }
         vars
     }
+}
+
+/// The environment of a shell before any profile: what a fresh login gets.
+fn base_env() -> Vec<(String, String)> {
+    [("PATH", STEP_PATH), ("HOME", "/root"), ("LANG", "C.UTF-8"), ("TERM", "dumb")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The variables a login shell printed after [`LOGIN_ENV_MARKER`], less the
+/// untrusted ones; None without the marker.
+fn parse_login_env(stdout: &[u8]) -> Option<Vec<(String, String)>> {
+    let at = stdout.windows(LOGIN_ENV_MARKER.len()).rposition(|w| w == LOGIN_ENV_MARKER)?;
+    let vars: Vec<(String, String)> = stdout[at + LOGIN_ENV_MARKER.len()..]
+        .split(|b| *b == 0)
+        .filter_map(|item| {
+            let item = std::str::from_utf8(item).ok()?;
+            let (name, value) = item.split_once('=')?;
+            let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let trusted = plain && !name.starts_with("BASH_FUNC_") && !UNTRUSTED_VARIABLES.contains(&name);
+            trusted.then(|| (name.to_string(), value.to_string()))
+        })
+        .collect();
+    vars.iter().any(|(k, _)| k == "PATH").then_some(vars)
 }
 
 const PROXY_VARS: [&str; 8] = [

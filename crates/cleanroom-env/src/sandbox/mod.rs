@@ -18,6 +18,7 @@ mod diff;
 mod keeper;
 mod kernel_views;
 mod phase;
+mod seal;
 mod seccomp;
 mod spawn;
 mod sweep;
@@ -28,7 +29,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, HostMount, LimitState, Limits, Network,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Network,
+    PhaseOptions,
 };
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
@@ -256,7 +258,8 @@ impl Environment for SandboxEnv {
         self.root.as_ref().expect("the root is open until destroy")
     }
 
-    fn begin_phase_with(&mut self, network: Network, mounts: &[HostMount]) -> Result<(), EnvError> {
+    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
+        let mounts = &options.mounts;
         if self.phase.is_some() {
             return Err(EnvError::Phase("a phase is already running".into()));
         }
@@ -267,7 +270,9 @@ impl Environment for SandboxEnv {
         }
         let merged = self.dir.join("root");
         let procs = self.cgroup.procs_files();
-        match phase::Holder::start(keeper_pid, &merged, network, mounts, &procs) {
+        let started = phase::Holder::start(keeper_pid, &merged, network, mounts, &procs)
+            .and_then(|holder| seal::seal(holder.pid, &options.sealed).map(|()| holder));
+        match started {
             Ok(holder) => self.phase = Some(holder),
             Err(e) => {
                 self.remove_mount_points();

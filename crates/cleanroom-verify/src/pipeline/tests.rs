@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cleanroom_env::{Captured, HostMount, LimitState, Limits};
+use cleanroom_env::{Captured, LimitState, Limits};
 
 use super::*;
 use crate::task::{Check, Comparison, Selector, Stage, Step};
@@ -38,8 +38,33 @@ struct FakeEnv {
     script: Script,
     requests: Mutex<Vec<ExecRequest>>,
     phases: Vec<Network>,
+    /// The sealed paths of each phase.
+    sealed: Vec<Vec<String>>,
+    /// What the login shell prints (see LOGIN_ENV_SCRIPT).
+    login_env: Vec<u8>,
     in_phase: bool,
     ended: usize,
+}
+
+/// A login environment as a deployment may leave it: a venv on PATH, a
+/// variable of its own, and hooks that must not reach a step.
+fn deployed_login_env() -> Vec<u8> {
+    let vars = [
+        "PATH=/opt/venv/bin:/usr/bin:/bin",
+        "HOME=/root",
+        "MARK=kept",
+        "BASH_FUNC_python3%%=() {  echo forged; }",
+        "BASH_ENV=/etc/hook.sh",
+        "LD_PRELOAD=/tmp/hook.so",
+        "CLEANROOM_OUT=/forged",
+    ];
+    let mut out = b"motd from a profile hook\n".to_vec();
+    out.extend_from_slice(LOGIN_ENV_MARKER);
+    for v in vars {
+        out.extend_from_slice(v.as_bytes());
+        out.push(0);
+    }
+    out
 }
 
 impl Environment for FakeEnv {
@@ -60,11 +85,12 @@ impl Environment for FakeEnv {
         &self.root
     }
 
-    fn begin_phase_with(&mut self, network: Network, mounts: &[HostMount]) -> Result<(), EnvError> {
-        assert!(mounts.is_empty(), "the verifier mounts nothing of the host");
+    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
+        assert!(options.mounts.is_empty(), "the verifier mounts nothing of the host");
         assert!(!self.in_phase, "a phase is already running");
         self.in_phase = true;
         self.phases.push(network);
+        self.sealed.push(options.sealed.clone());
         Ok(())
     }
 
@@ -74,10 +100,18 @@ impl Environment for FakeEnv {
 
     fn exec(&self, req: &ExecRequest, _cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
         assert!(self.in_phase, "exec outside a phase");
-        self.requests.lock().unwrap().push(req.clone());
-        let act = (self.script)(req, self.root.host_path())?;
+        let act = if req.argv.last().is_some_and(|a| a == LOGIN_ENV_SCRIPT) {
+            assert_eq!(self.phases.len(), 1, "the login environment is read in a phase of its own, first");
+            Act { status: ExitStatus::Exited(0), seconds: 0, stdout: String::new() }
+        } else {
+            self.requests.lock().unwrap().push(req.clone());
+            (self.script)(req, self.root.host_path())?
+        };
         self.clock.0.fetch_add(act.seconds * 1000, Ordering::SeqCst);
         let mut stdout = Captured::new(req.output_limit);
+        if req.argv.last().is_some_and(|a| a == LOGIN_ENV_SCRIPT) {
+            stdout.push(&self.login_env);
+        }
         stdout.push(act.stdout.as_bytes());
         Ok(ExecOutcome {
             status: act.status,
@@ -107,6 +141,7 @@ struct Fixture {
     verify_dir: PathBuf,
     env: FakeEnv,
     clock: FakeClock,
+    protected: Vec<String>,
 }
 
 const DEST: &str = "/workspace/artifact";
@@ -129,10 +164,12 @@ fn fixture(script: Script) -> Fixture {
         script,
         requests: Mutex::new(Vec::new()),
         phases: Vec::new(),
+        sealed: Vec::new(),
+        login_env: b"no marker: the login shell printed nothing useful".to_vec(),
         in_phase: false,
         ended: 0,
     };
-    Fixture { _task: task, _root: root_dir, verify_dir, env, clock }
+    Fixture { _task: task, _root: root_dir, verify_dir, env, clock, protected: Vec::new() }
 }
 
 fn step(name: &str, stage: Stage, run: &str) -> Step {
@@ -164,6 +201,7 @@ impl Fixture {
             artifact_dest: DEST,
             timeout: Duration::from_secs(timeout_sec),
             network,
+            protected: &self.protected,
             spec,
         };
         let mut log = Vec::new();
@@ -182,7 +220,7 @@ impl Fixture {
 /// "write" (writes table.json into CLEANROOM_OUT).
 fn by_command() -> Script {
     Box::new(|req, root| {
-        let script = &req.argv[2];
+        let script = req.argv.last().unwrap();
         Ok(match script.as_str() {
             "ok" => exited(0, 1, "all good\n"),
             "fail" => exited(3, 2, "it broke\n"),
@@ -229,8 +267,8 @@ fn a_passing_pipeline_reaches_results() {
     assert_eq!(verdict.stage, crate::VerdictStage::Results);
     assert_eq!(verdict.steps[1].exit_code, Some(0));
     assert_eq!(verdict.steps[1].seconds, 1.0);
-    assert_eq!(f.env.phases, [Network::LoopbackOnly]);
-    assert_eq!(f.env.ended, 1);
+    assert_eq!(f.env.phases, [Network::LoopbackOnly, Network::LoopbackOnly]);
+    assert_eq!(f.env.ended, 2);
     assert!(!f.env.in_phase);
     assert!(log.contains("== step 2/2: experiment (run)\n$ write\n-- passed: exit 0 after 1.000s\nchecksum: 0252ff0a0004de61\n"), "{log}");
     assert!(log.contains("PASS err: expected 1.23e-4 (rel_tol 0.05), observed 0.000125"), "{log}");
@@ -243,7 +281,7 @@ fn steps_get_the_documented_environment() {
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     let req = &f.requests()[0];
-    assert_eq!(req.argv, ["/bin/bash", "-lc", "ok"]);
+    assert_eq!(req.argv, ["/bin/bash", "--noprofile", "--norc", "-c", "ok"]);
     assert_eq!(req.cwd, DEST);
     let names: Vec<&str> = req.env.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
@@ -310,7 +348,7 @@ fn the_first_failing_step_ends_the_steps_but_every_check_is_evaluated() {
     assert!(!verdict.passed);
     assert!(log.contains("-- failed: exit 3 after 2.000s\nit broke\n"), "{log}");
     assert!(log.contains("== step 3/3: later (run)\n$ ok\n-- not run: an earlier step failed\n"), "{log}");
-    assert_eq!(f.env.ended, 1);
+    assert_eq!(f.env.ended, 2);
 }
 
 #[test]
@@ -439,7 +477,7 @@ fn network_follows_verify_network() {
     let mut f = fixture(by_command());
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, true).0.unwrap();
-    assert_eq!(f.env.phases, [Network::Outbound]);
+    assert_eq!(f.env.phases, [Network::LoopbackOnly, Network::Outbound]);
 }
 
 #[test]
@@ -448,7 +486,7 @@ fn an_environment_failure_is_an_error_and_the_phase_still_ends() {
         fixture(Box::new(|_, _| Err(EnvError::Command { program: "fake".into(), detail: "broken".into() })));
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     assert!(f.run(&spec, 900, false).0.is_err());
-    assert_eq!(f.env.ended, 1);
+    assert_eq!(f.env.ended, 2);
     assert!(!f.env.in_phase);
 }
 
@@ -462,7 +500,7 @@ fn a_cancel_is_an_error_and_the_phase_still_ends() {
     let err = f.run(&spec, 900, false).0.unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     assert_eq!(f.requests().len(), 1);
-    assert_eq!(f.env.ended, 1);
+    assert_eq!(f.env.ended, 2);
 }
 
 #[test]
@@ -477,4 +515,48 @@ fn a_signal_is_a_failure_with_the_shell_code() {
     assert_eq!(verdict.steps[0].exit_code, Some(137));
     assert_eq!(verdict.stage, crate::VerdictStage::None);
     assert!(log.contains("killed by signal 9"), "{log}");
+}
+
+#[test]
+fn steps_get_the_login_variables_but_none_of_its_hooks() {
+    let mut f = fixture(by_command());
+    f.env.login_env = deployed_login_env();
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    verdict.unwrap();
+    let req = &f.requests()[0];
+    assert_eq!(var(req, "PATH"), "/opt/venv/bin:/usr/bin:/bin");
+    assert_eq!(var(req, "MARK"), "kept");
+    for hook in ["BASH_FUNC_python3%%", "BASH_ENV", "LD_PRELOAD"] {
+        assert!(!req.env.iter().any(|(k, _)| k == hook), "{hook} reached the step");
+    }
+    assert!(var(req, "CLEANROOM_OUT").starts_with("/.cleanroom-"), "the harness's own variables win");
+    assert!(log.contains("login environment: 4 variables"), "{log}");
+}
+
+#[test]
+fn without_a_login_report_steps_get_the_default_environment() {
+    let mut f = fixture(by_command());
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let (_, log) = f.run(&spec, 900, false);
+    assert_eq!(var(&f.requests()[0], "PATH"), STEP_PATH);
+    assert!(log.contains("login environment: not reported (no variables printed)"), "{log}");
+}
+
+#[test]
+fn the_verifier_and_the_protected_files_are_sealed_during_the_steps() {
+    let mut f = fixture(by_command());
+    f.protected = vec!["*.py".into(), "results/**".into()];
+    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    f.run(&spec, 900, false).0.unwrap();
+    let req = &f.requests()[0];
+    assert_eq!(f.env.sealed[0], Vec::<String>::new(), "the login phase seals nothing");
+    assert_eq!(
+        f.env.sealed[1],
+        [
+            format!("{DEST}/main.py"),
+            format!("{DEST}/results/old.csv"),
+            var(req, "CLEANROOM_VERIFY").to_string()
+        ]
+    );
 }
