@@ -3,19 +3,20 @@
 //! it at a fixed loopback address while the host's loopback stays shut).
 //! It checks the trial's token, holds the real API key, translates the
 //! Anthropic Messages and OpenAI Responses dialects to chat completions,
-//! and sends everything through the trial's [`Gateway`].
+//! and sends everything through the trial's [`Gateway`]. Its clients are
+//! the agent under test: the server it runs on bounds what they can hold.
 
-use std::io::BufReader;
-use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::net::TcpListener;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use serde_json::{json, Value};
 
 use crate::gateway::{Dialect, Gateway, GatewayError};
-use crate::http::{read_request, write_response, Request, Response};
+use crate::http::{Request, Response};
+use crate::server::{Handler, Server};
 use crate::translate::{anthropic, responses};
+
+pub use crate::server::Limits;
 
 /// Where agents inside an environment find the forwarder.
 pub const PORT: u16 = 47311;
@@ -43,8 +44,7 @@ pub struct GateAnswer {
 }
 
 pub struct Forwarder {
-    listener: TcpListener,
-    thread: Option<JoinHandle<()>>,
+    server: Server,
 }
 
 struct Shared {
@@ -65,74 +65,67 @@ impl Forwarder {
         on_fatal: OnFatal,
         on_gate: Option<OnGate>,
     ) -> std::io::Result<Forwarder> {
+        Forwarder::start_with_limits(
+            listener,
+            gateway,
+            token,
+            model_name,
+            on_fatal,
+            on_gate,
+            Limits::default(),
+        )
+    }
+
+    /// As [`Forwarder::start`], with other bounds on the clients (tests
+    /// use short deadlines and small caps).
+    pub fn start_with_limits(
+        listener: TcpListener,
+        gateway: Arc<Gateway>,
+        token: String,
+        model_name: String,
+        on_fatal: OnFatal,
+        on_gate: Option<OnGate>,
+        limits: Limits,
+    ) -> std::io::Result<Forwarder> {
         let shared = Arc::new(Shared { gateway, token, model_name, on_fatal, on_gate });
-        let accepting = listener.try_clone()?;
-        let thread = std::thread::spawn(move || {
-            for conn in accepting.incoming() {
-                let Ok(conn) = conn else { return };
-                let shared = shared.clone();
-                std::thread::spawn(move || serve(conn, &shared));
-            }
-        });
-        Ok(Forwarder { listener, thread: Some(thread) })
+        Ok(Forwarder { server: Server::start(listener, shared, limits)? })
     }
 
     /// Stops accepting. Connections being served finish on their own (the
-    /// phase's end has closed their peers).
+    /// phase's end has closed their peers; idle ones time out).
     pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        // SAFETY: shutdown(2) of a socket we own wakes the blocked accept.
-        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.server.stop();
     }
 }
 
-impl Drop for Forwarder {
-    fn drop(&mut self) {
-        self.shutdown();
+impl Handler for Shared {
+    fn screen(&self, head: &Request) -> Option<Response> {
+        let refused = "cleanroom forwarder: missing or wrong API key (use the trial's token)";
+        (!authorized(head, &self.token)).then(|| error(dialect_of(&head.path), 401, refused))
+    }
+
+    fn respond(&self, request: &Request) -> Response {
+        route(request, self)
+    }
+
+    fn error(&self, path: &str, status: u16, message: &str) -> Response {
+        error(dialect_of(path), status, message)
     }
 }
 
-fn serve(conn: TcpStream, shared: &Shared) {
-    let Ok(mut writer) = conn.try_clone() else { return };
-    let mut reader = BufReader::new(conn);
-    loop {
-        let request = match read_request(&mut reader) {
-            Ok(Some(r)) => r,
-            Ok(None) => return,
-            Err(e) => {
-                let bad = Request::empty();
-                let _ = write_response(
-                    &mut writer,
-                    &bad,
-                    error(Dialect::Chat, 400, &format!("bad request: {e}")),
-                );
-                return;
-            }
-        };
-        let response = route(&request, shared);
-        match write_response(&mut writer, &request, response) {
-            Ok(true) => {}
-            _ => return,
-        }
-    }
-}
-
-fn route(req: &Request, shared: &Shared) -> Response {
-    let path = req.path.strip_prefix("/v1").unwrap_or(&req.path);
-    let dialect = match path {
+/// The dialect of a path's answers, errors included.
+fn dialect_of(path: &str) -> Dialect {
+    match path.strip_prefix("/v1").unwrap_or(path) {
         "/messages" | "/messages/count_tokens" => Dialect::Anthropic,
         "/responses" => Dialect::Responses,
         _ => Dialect::Chat,
-    };
-    if !authorized(req, &shared.token) {
-        return error(dialect, 401, "cleanroom forwarder: missing or wrong API key (use the trial's token)");
     }
+}
+
+/// Answers an authorised request.
+fn route(req: &Request, shared: &Shared) -> Response {
+    let path = req.path.strip_prefix("/v1").unwrap_or(&req.path);
+    let dialect = dialect_of(&req.path);
     match (req.method.as_str(), path) {
         ("GET", "/models") => Response::Json {
             status: 200,

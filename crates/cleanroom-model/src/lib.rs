@@ -9,6 +9,7 @@ pub mod config;
 pub mod forwarder;
 pub mod gateway;
 mod http;
+mod server;
 pub mod translate;
 pub mod usage;
 
