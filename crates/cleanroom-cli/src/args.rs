@@ -89,7 +89,7 @@ pub struct TasksCheckArgs {
     #[arg(long)]
     pub no_run: bool,
     /// Tasks checked at once (default: 1).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: usize,
 }
 
@@ -98,12 +98,13 @@ pub struct TasksCalibrateArgs {
     /// A task directory, or a directory of tasks.
     pub dir: PathBuf,
     /// Oracle runs per task (at least 2).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = whole_number)]
     pub runs: u32,
     /// Write the proposed tolerances into verify/checks.toml.
     #[arg(long)]
     pub write: bool,
-    #[arg(long, default_value_t = 1)]
+    /// Oracle runs at once (default: 1).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: usize,
 }
 
@@ -149,6 +150,9 @@ impl Gate {
     }
 }
 
+/// `run`. The flags that make the plan are options, without defaults here
+/// (see run_cmd.rs), so that `--resume`, which takes the plan from run.toml,
+/// can tell which were given.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// A task directory, or a directory of tasks.
@@ -160,44 +164,80 @@ pub struct RunArgs {
     /// oracle | nop | script:PATH | llm:MODEL | command:NAME[@MODEL] (repeatable).
     #[arg(long = "agent", required_unless_present = "resume")]
     pub agents: Vec<String>,
-    #[arg(long, default_value_t = 1)]
-    pub trials: u32,
+    /// Trials of each task and agent (default: 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<u32>)]
+    pub trials: Option<u32>,
     /// Trials at once (default: the number of CPUs).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: Option<usize>,
-    #[arg(long, default_value = "sandbox")]
-    pub backend: String,
-    /// Parent directory of the run directories.
-    #[arg(long, default_value = "runs")]
-    pub out: PathBuf,
-    /// Completion gate for llm: agents: on finish, run the task's public
-    /// experiment and report it (advisory) or refuse until it succeeds (enforced).
-    #[arg(long, value_enum, default_value = "off")]
-    pub gate: Gate,
-    /// Most model requests of an llm: or command: agent.
+    /// The environment backend (default: sandbox).
     #[arg(long)]
+    pub backend: Option<String>,
+    /// Parent directory of the run directories (default: runs).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Completion gate for llm: agents: on finish, run the task's public
+    /// experiment and report it (advisory) or refuse until it succeeds
+    /// (enforced) (default: off).
+    #[arg(long, value_enum)]
+    pub gate: Option<Gate>,
+    /// Most model requests of an llm: or command: agent.
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<u32>)]
     pub max_steps: Option<u32>,
     /// Most tokens (prompt + completion) of an llm: or command: agent.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<u64>)]
     pub max_tokens: Option<u64>,
     /// Most dollars of model use per trial (from the configured prices).
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", allow_negative_numbers = true, value_parser = positive_number)]
     pub max_cost: Option<f64>,
-    /// Scales every agent time budget.
-    #[arg(long, default_value_t = 1.0)]
-    pub timeout_multiplier: f64,
-    /// Retries of a trial that ends in infra_error.
-    #[arg(long, default_value_t = 1)]
-    pub retries: u32,
-    /// Finish an interrupted run: rerun the trials without a result.
+    /// Scales every agent time budget (default: 1).
+    #[arg(long, value_name = "X", allow_negative_numbers = true, value_parser = positive_number)]
+    pub timeout_multiplier: Option<f64>,
+    /// Attempts after the first of a trial that ends in infra_error
+    /// (default: 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = whole_number)]
+    pub retries: Option<u32>,
+    /// Finish an interrupted run: rerun the trials without a result, with
+    /// the plan of RUN_DIR/run.toml.
     #[arg(long, value_name = "RUN_DIR")]
     pub resume: Option<PathBuf>,
     /// Start trials even where a limit cannot be enforced (recorded).
     #[arg(long)]
     pub allow_unlimited: bool,
-    /// Exit 100 when the pass rate is below RATE (0 to 1).
-    #[arg(long, value_name = "RATE")]
+    /// Exit 100 when the pass rate is below RATE (0 to 1); with --resume,
+    /// replaces the run's own.
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true, value_parser = rate)]
     pub fail_under: Option<f64>,
+}
+
+/// A count that must be at least 1 (`--jobs 0` would run nothing).
+fn at_least_one<T: std::str::FromStr + Default + PartialEq>(s: &str) -> Result<T, String> {
+    match s.parse::<T>() {
+        Ok(n) if n != T::default() => Ok(n),
+        Ok(_) => Err("must be at least 1".into()),
+        Err(_) => Err("expected a whole number, at least 1".into()),
+    }
+}
+
+/// A count that may be 0.
+fn whole_number(s: &str) -> Result<u32, String> {
+    s.parse().map_err(|_| "expected a whole number, 0 or more".to_string())
+}
+
+/// A finite number above 0.
+fn positive_number(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err("expected a number above 0, such as 1.5".into()),
+    }
+}
+
+/// A pass rate: a number from 0 to 1.
+fn rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err("expected a pass rate from 0 to 1, such as 0.8".into()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use cleanroom_agent::AgentSpec;
 use cleanroom_env::CancelToken;
 use cleanroom_runner::calibrate::{prediction_interval, propose, Proposal};
-use cleanroom_runner::{plan, AgentEntry, Event};
+use cleanroom_runner::{plan, AgentEntry, Event, Todo};
 use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_task::{load_task, Comparison, Task};
 
@@ -22,7 +22,7 @@ pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
     }
     let tasks = prepare::task_dirs(std::slice::from_ref(&args.dir))?
         .iter()
-        .map(|d| load_task(d).map_err(input))
+        .map(|d| load_task(d))
         .collect::<Result<Vec<Task>, _>>()?;
     let prepared = prepare::prepare(prepare::backend("sandbox")?, &tasks, "calibrate")?;
     let cancel = CancelToken::new().map_err(internal)?;
@@ -32,7 +32,8 @@ pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
     let (tx, rx) = mpsc::channel();
     let mut records = Vec::new();
     std::thread::scope(|scope| {
-        scope.spawn(|| cleanroom_runner::run(&run_input, plan(&tasks, &oracle, args.runs), tx));
+        let todo = plan(&tasks, &oracle, args.runs).into_iter().map(Todo::new).collect();
+        scope.spawn(|| cleanroom_runner::run(&run_input, todo, tx));
         for event in rx {
             if let Event::TrialFinished { record, .. } = event {
                 eprintln!("{}", cleanroom_report::trial_line(&record));

@@ -7,7 +7,7 @@ use cleanroom_env::CancelToken;
 use cleanroom_report::escape_terminal;
 use cleanroom_runner::{check_tasks, Severity, TaskCheck};
 use cleanroom_store::{Outcome, TrialRecord};
-use cleanroom_task::load_task;
+use cleanroom_task::{dir_name, load_task};
 
 use crate::args::TasksCheckArgs;
 use crate::error::{input, internal, CliError};
@@ -21,7 +21,7 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
         match load_task(&dir) {
             Ok(task) => tasks.push(task),
             Err(errors) => {
-                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = dir_name(&dir);
                 let findings = errors
                     .0
                     .iter()

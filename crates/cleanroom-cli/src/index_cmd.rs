@@ -8,13 +8,13 @@ use std::path::Path;
 use cleanroom_store::{Index, RunConfig, RunDir, TrialRecord};
 
 use crate::args::IndexRebuildArgs;
-use crate::error::{input, internal, CliError};
+use crate::error::{input, CliError};
 
 pub fn rebuild(args: IndexRebuildArgs) -> Result<(), CliError> {
     if !args.out.is_dir() {
         return Err(input(format!("--out {}: no such directory of runs", args.out.display())));
     }
-    let report = Index::rebuild(&args.out).map_err(internal)?;
+    let report = Index::rebuild(&args.out)?;
     for skipped in &report.skipped {
         eprintln!("cleanroom: warning: skipped {}: {}", skipped.path.display(), skipped.reason);
     }

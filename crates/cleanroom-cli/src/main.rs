@@ -24,7 +24,14 @@ fn main() -> ExitCode {
     // Signals are handled by one thread (interrupt.rs); block them before
     // any other thread exists so they all inherit the mask.
     interrupt::block_signals();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // --help and --version are no errors.
+            return if e.use_stderr() { ExitCode::from(error::BAD_INPUT) } else { ExitCode::SUCCESS };
+        }
+    };
     let result = match cli.command {
         Command::Image(args::ImageCommand::Build(a)) => image_cmd::build(a),
         Command::Tasks(TasksCommand::List(a)) => tasks_cmd::list(a),

@@ -10,8 +10,7 @@ use cleanroom_env::{image, Backend, CancelToken};
 use cleanroom_runner::{stage_artifacts, AgentEntry, AgentSetup, RunInput, Staged};
 use cleanroom_task::Task;
 
-use crate::error::{input, internal, CliError};
-use crate::image_cmd::image_error;
+use crate::error::{input, CliError};
 
 pub struct Prepared {
     pub backend: Box<dyn Backend>,
@@ -63,7 +62,7 @@ impl Drop for Prepared {
 /// before anything is written.
 pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
     match name {
-        "sandbox" => Ok(Box::new(SandboxBackend::new(&image::cleanroom_home()).map_err(internal)?)),
+        "sandbox" => Ok(Box::new(SandboxBackend::new(&image::cleanroom_home())?)),
         other => Err(input(format!("--backend {other}: unknown backend (available: sandbox)"))),
     }
 }
@@ -71,7 +70,7 @@ pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
 /// Prepares `tasks` for `backend`; `label` names the staging directory.
 pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result<Prepared, CliError> {
     let home = image::cleanroom_home();
-    let swept = sweep(&home).map_err(internal)?;
+    let swept = sweep(&home)?;
     if !swept.environments.is_empty() {
         eprintln!("cleanroom: removed {} environment(s) left by a dead run", swept.environments.len());
     }
@@ -80,8 +79,7 @@ pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result
     for task in tasks {
         let name = &task.spec.environment.image;
         if !images.contains_key(name) {
-            let img =
-                image::ensure(name, None, &mut |line| eprintln!("image: {line}")).map_err(image_error)?;
+            let img = image::ensure(name, None, &mut |line| eprintln!("image: {line}"))?;
             image_digests.insert(name.clone(), img.digest.clone());
             images.insert(name.clone(), img.root);
         }

@@ -80,16 +80,16 @@ fn from_index(runs_dir: &Path, task_dirs: &mut Vec<PathBuf>) -> Result<Vec<RunIn
             runs_dir.display()
         )));
     }
-    let index = Index::open(runs_dir).map_err(input)?;
+    let index = Index::open(runs_dir)?;
     let mut runs = Vec::new();
-    for run in index.runs().map_err(input)? {
+    for run in index.runs()? {
         for dir in &run.config.tasks {
             let dir = PathBuf::from(dir);
             if !task_dirs.contains(&dir) {
                 task_dirs.push(dir);
             }
         }
-        let records = index.trials(std::slice::from_ref(&run.run_id)).map_err(input)?;
+        let records = index.trials(std::slice::from_ref(&run.run_id))?;
         let agents = run.config.agents.iter().map(|a| a.id.clone()).collect();
         runs.push(RunInput { run_id: run.run_id, agents, records });
     }
@@ -119,8 +119,8 @@ fn resolve(run: &Path, runs_dir: &Path) -> Result<PathBuf, CliError> {
 fn read_run(path: &Path, notes: &mut Vec<String>) -> Result<(RunConfig, Vec<TrialRecord>), CliError> {
     match RunDir::open(path) {
         Ok(dir) => {
-            let config = dir.read_run_config().map_err(input)?;
-            let records = dir.load_results().map_err(input)?;
+            let config = dir.read_run_config()?;
+            let records = dir.load_results()?;
             Ok((config, records))
         }
         Err(StoreError::InUse { .. }) => {
@@ -133,7 +133,7 @@ fn read_run(path: &Path, notes: &mut Vec<String>) -> Result<(RunConfig, Vec<Tria
             ));
             Ok((config, records))
         }
-        Err(e) => Err(input(e)),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -9,20 +9,28 @@ use std::sync::mpsc;
 use cleanroom_agent::{AgentSpec, Config, GateMode};
 use cleanroom_env::CancelToken;
 use cleanroom_report::{summary_table, trial_line};
-use cleanroom_runner::{plan, AgentEntry, AgentSetup, Event, RunInput};
+use cleanroom_runner::{plan, AgentEntry, AgentSetup, Event, RunInput, Todo};
 use cleanroom_store::{
-    agent_ids, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary, TrialRecord,
+    agent_ids, make_out_dir, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir,
+    Summary, TrialRecord,
 };
 use cleanroom_task::{load_tasks, Task};
 
-use crate::args::RunArgs;
+use crate::args::{Gate, RunArgs};
 use crate::error::{input, internal, CliError};
 use crate::{interrupt, prepare};
 
+/// What a fresh run takes where a flag is not given.
+const DEFAULT_TRIALS: u32 = 1;
+const DEFAULT_RETRIES: u32 = 1;
+const DEFAULT_OUT: &str = "runs";
+const DEFAULT_BACKEND: &str = "sandbox";
+
 pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
+    let out = args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT));
     let (existing, mut config) = match &args.resume {
         Some(path) => {
-            let (dir, config) = resume(path, &args)?;
+            let (dir, config) = resume(path, &args, config_file)?;
             (Some(dir), config)
         }
         None => (None, fresh(&args, config_file)?),
@@ -35,10 +43,13 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
     let backend = prepare::backend(&config.backend)?;
-    let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>()).map_err(input)?;
+    let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     let tasks = select_tasks(all_tasks, &config.task_ids)?;
     let agents = parse_agents(&config, &agent_config)?;
     check_api_keys(&agent_config)?;
+    if existing.is_none() {
+        make_out_dir(out)?;
+    }
     let prepared = prepare::prepare(backend, &tasks, &config.run_id)?;
     let agent_setup = AgentSetup {
         installed: cleanroom_agent::external::install_all(
@@ -58,7 +69,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     };
     let run_dir = match existing {
         Some(dir) => dir,
-        None => RunDir::create(&args.out, &config.run_id).map_err(internal)?,
+        None => RunDir::create(out, &config.run_id)?,
     };
     config.images.extend(prepared.image_digests.clone());
     for (id, staged) in &prepared.artifacts {
@@ -77,11 +88,15 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
             Err(why) => eprintln!("cleanroom: {why}"),
         }
     }
-    run_dir.write_run_config(&config).map_err(internal)?;
+    run_dir.write_run_config(&config)?;
 
     let planned = plan(&tasks, &agents, config.trials);
-    let todo: Vec<_> =
-        planned.iter().filter(|k| !run_dir.has_result(&k.task, &k.agent_id, k.trial)).cloned().collect();
+    // A resumed trial's attempts go on from those its run kept.
+    let todo: Vec<Todo> = planned
+        .iter()
+        .filter(|k| !run_dir.has_result(&k.task, &k.agent_id, k.trial))
+        .map(|k| Todo { key: k.clone(), first_attempt: run_dir.next_attempt(&k.task, &k.agent_id, k.trial) })
+        .collect();
     eprintln!(
         "cleanroom: run {} in {}: {} trial(s) to run of {}",
         run_dir.run_id(),
@@ -107,7 +122,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         cancel: cancel.clone(),
     };
     let (tx, rx) = mpsc::channel();
-    let mut records = run_dir.load_results().map_err(internal)?;
+    let mut records = run_dir.load_results()?;
     let index = crate::index_cmd::open_for_run(&run_dir, &config, &records);
     let mut interrupted = false;
     let mut write_error = None;
@@ -161,34 +176,19 @@ fn consume(
             eprintln!("start {} {} #{}{again}", key.task, key.agent_id, key.trial);
         }
         Event::AttemptFailed { record, files } => {
-            write_files(run_dir, &record, &files)?;
-            run_dir.write_attempt(&record).map_err(internal)?;
+            run_dir.write_attempt(&record, &files)?;
             eprintln!("{}", trial_line(&record));
         }
         Event::TrialFinished { record, files } => {
-            write_files(run_dir, &record, &files)?;
-            run_dir.write_result(&record).map_err(internal)?;
+            run_dir.write_result(&record, &files)?;
             crate::index_cmd::record_trial(index, run_dir, &record);
             eprintln!("{}", trial_line(&record));
             records.push(record);
-            run_dir.write_summary(&Summary::from_records(records, planned)).map_err(internal)?;
+            run_dir.write_summary(&Summary::from_records(records, planned))?;
         }
         Event::Finished { interrupted } => return Ok(Some(interrupted)),
     }
     Ok(None)
-}
-
-fn write_files(
-    run_dir: &RunDir,
-    record: &TrialRecord,
-    files: &[cleanroom_runner::TrialFile],
-) -> Result<(), CliError> {
-    for f in files {
-        run_dir
-            .write_file(&record.task, &record.agent_id, record.trial, &f.name, &f.bytes)
-            .map_err(internal)?;
-    }
-    Ok(())
 }
 
 fn overall_rate(summary: &Summary) -> f64 {
@@ -203,27 +203,15 @@ fn overall_rate(summary: &Summary) -> f64 {
     }
 }
 
+/// The configuration of a new run, from the flags (numbers are checked
+/// when parsed, in args.rs).
 fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliError> {
-    if args.trials == 0 {
-        return Err(input("--trials must be at least 1"));
-    }
-    if args.timeout_multiplier.is_nan() || args.timeout_multiplier <= 0.0 {
-        return Err(input("--timeout-multiplier must be a positive number"));
-    }
-    if let Some(rate) = args.fail_under {
-        if !(0.0..=1.0).contains(&rate) {
-            return Err(input("--fail-under must be between 0 and 1"));
-        }
-    }
-    if args.max_cost.is_some_and(|c| c.is_nan() || c <= 0.0) {
-        return Err(input("--max-cost must be a positive number of dollars"));
-    }
-    let agent_config = Config::load(config_file).map_err(input)?;
+    let agent_config = Config::load(config_file)?;
     // Only what the run's agents use goes into run.toml.
     let mut models = BTreeMap::new();
     let mut external_agents = BTreeMap::new();
     for spec in &args.agents {
-        let parsed = AgentSpec::parse(spec, &agent_config).map_err(input)?;
+        let parsed = AgentSpec::parse(spec, &agent_config)?;
         if let Some(model) = parsed.model() {
             models.insert(model.to_string(), agent_config.model(model).map_err(input)?.clone());
         }
@@ -246,7 +234,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         created: cleanroom_store::rfc3339_utc_now(),
         run_id,
-        backend: args.backend.clone(),
+        backend: args.backend.clone().unwrap_or_else(|| DEFAULT_BACKEND.into()),
         images: BTreeMap::new(),
         tasks,
         task_ids: args.task_ids.clone(),
@@ -256,11 +244,11 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
             .zip(ids)
             .map(|(spec, id)| StoredAgent { spec: spec.clone(), id })
             .collect(),
-        trials: args.trials,
+        trials: args.trials.unwrap_or(DEFAULT_TRIALS),
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())) as u32,
-        gate: args.gate.as_str().into(),
-        timeout_multiplier: args.timeout_multiplier,
-        retries: args.retries,
+        gate: args.gate.unwrap_or(Gate::Off).as_str().into(),
+        timeout_multiplier: args.timeout_multiplier.unwrap_or(1.0),
+        retries: args.retries.unwrap_or(DEFAULT_RETRIES),
         max_steps: args.max_steps,
         max_tokens: args.max_tokens,
         max_cost_usd: args.max_cost,
@@ -274,18 +262,41 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
     Ok(config)
 }
 
-/// A resumed run takes its configuration from run.toml; only --jobs may
-/// differ.
-fn resume(path: &Path, args: &RunArgs) -> Result<(RunDir, RunConfig), CliError> {
-    if !args.tasks.is_empty() || !args.agents.is_empty() || !args.task_ids.is_empty() {
-        return Err(input(
-            "--resume takes the tasks and agents from the run's run.toml; drop --tasks, --task and --agent",
-        ));
+/// A resumed run takes its plan from run.toml: a flag that would change
+/// it is refused rather than ignored. `--jobs` (how fast) and
+/// `--fail-under` (a judgement of the results) are honoured and recorded.
+fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(RunDir, RunConfig), CliError> {
+    let plan_flags = [
+        ("--tasks", !args.tasks.is_empty()),
+        ("--task", !args.task_ids.is_empty()),
+        ("--agent", !args.agents.is_empty()),
+        ("--trials", args.trials.is_some()),
+        ("--retries", args.retries.is_some()),
+        ("--backend", args.backend.is_some()),
+        ("--out", args.out.is_some()),
+        ("--gate", args.gate.is_some()),
+        ("--max-steps", args.max_steps.is_some()),
+        ("--max-tokens", args.max_tokens.is_some()),
+        ("--max-cost", args.max_cost.is_some()),
+        ("--timeout-multiplier", args.timeout_multiplier.is_some()),
+        ("--allow-unlimited", args.allow_unlimited),
+        ("--config", config_file.is_some()),
+    ];
+    let given: Vec<&str> = plan_flags.iter().filter(|(_, given)| *given).map(|(flag, _)| *flag).collect();
+    if !given.is_empty() {
+        return Err(input(format!(
+            "--resume takes the plan from {}: drop {}",
+            path.join("run.toml").display(),
+            given.join(", ")
+        )));
     }
-    let run_dir = RunDir::open(path).map_err(input)?;
-    let mut config = run_dir.read_run_config().map_err(input)?;
+    let run_dir = RunDir::open(path)?;
+    let mut config = run_dir.read_run_config()?;
     if let Some(jobs) = args.jobs {
         config.jobs = jobs as u32;
+    }
+    if args.fail_under.is_some() {
+        config.fail_under = args.fail_under;
     }
     Ok((run_dir, config))
 }
@@ -317,7 +328,7 @@ fn parse_agents(config: &RunConfig, agent_config: &Config) -> Result<Vec<AgentEn
         .iter()
         .map(|a| {
             Ok(AgentEntry {
-                spec: AgentSpec::parse(&a.spec, agent_config).map_err(input)?,
+                spec: AgentSpec::parse(&a.spec, agent_config)?,
                 spec_text: a.spec.clone(),
                 id: a.id.clone(),
             })

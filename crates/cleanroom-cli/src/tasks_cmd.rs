@@ -1,10 +1,10 @@
 use cleanroom_task::{load_tasks, render_list, ListFormat};
 
 use crate::args::{self, TasksListArgs};
-use crate::error::{input, CliError};
+use crate::error::CliError;
 
 pub fn list(args: TasksListArgs) -> Result<(), CliError> {
-    let tasks = load_tasks(&args.dirs).map_err(input)?;
+    let tasks = load_tasks(&args.dirs)?;
     let format = match args.format {
         args::ListFormat::Table => ListFormat::Table,
         args::ListFormat::Csv => ListFormat::Csv,

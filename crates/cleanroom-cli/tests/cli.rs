@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
+use cleanroom_store::index::rusqlite::Connection;
 use common::*;
 use serde_json::Value;
 
@@ -267,6 +268,175 @@ fn bad_input_exits_2_with_a_clear_message() {
     }
 }
 
+#[test]
+fn nonsense_flags_exit_2_and_say_what_to_do() {
+    let out = temp_out("nonsense");
+    let examples = fixtures("examples/tasks");
+    let a_file = out.join("a-file");
+    std::fs::write(&a_file, "").unwrap();
+    let under_file = a_file.join("runs").display().to_string();
+    let run_dir = out.join("some-run").display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--tasks", examples.as_str(), "--agent", "nop"];
+        args.extend(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let owned = |args: &[&str]| args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    for (args, needles) in [
+        (run(&["--jobs", "0"]), vec!["--jobs", "must be at least 1"]),
+        (owned(&["tasks", "check", &examples, "--jobs", "0"]), vec!["--jobs", "must be at least 1"]),
+        (owned(&["tasks", "calibrate", &examples, "--jobs", "0"]), vec!["--jobs", "must be at least 1"]),
+        (run(&["--trials", "0"]), vec!["--trials", "must be at least 1"]),
+        (run(&["--trials", "-1"]), vec!["--trials", "at least 1"]),
+        (run(&["--max-steps", "0"]), vec!["--max-steps", "must be at least 1"]),
+        (run(&["--timeout-multiplier", "0"]), vec!["--timeout-multiplier", "above 0"]),
+        (run(&["--timeout-multiplier", "NaN"]), vec!["--timeout-multiplier", "above 0"]),
+        (run(&["--max-cost", "-1"]), vec!["--max-cost", "above 0"]),
+        (run(&["--fail-under", "1.5"]), vec!["--fail-under", "from 0 to 1"]),
+        (run(&["--out", &under_file]), vec![under_file.as_str(), "give --out a directory"]),
+        (run(&["--out", "/proc/cleanroom-out"]), vec!["/proc/cleanroom-out", "give --out a directory"]),
+        (
+            owned(&["run", "--resume", &run_dir, "--trials", "2"]),
+            vec!["--resume takes the plan from", "run.toml", "drop --trials"],
+        ),
+        (
+            owned(&["run", "--resume", &run_dir, "--agent", "nop", "--retries", "3"]),
+            vec!["drop --agent, --retries"],
+        ),
+    ] {
+        let output = cleanroom().args(&args).output().unwrap();
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {said}");
+        for needle in needles {
+            assert!(said.contains(needle), "{args:?}: {needle:?} not in {said}");
+        }
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+    }
+}
+
+#[test]
+fn fail_under_judges_a_resumed_run() {
+    let out = temp_out("fail-under");
+    let (output, run_dir) =
+        run(&out, &["--tasks", &fixtures("tests/fixtures/tasks-adversarial"), "--agent", "nop"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let resume = |rate: &str| {
+        cleanroom().arg("run").arg("--resume").arg(&run_dir).args(["--fail-under", rate]).output().unwrap()
+    };
+    let below = resume("0.5");
+    assert_eq!(below.status.code(), Some(100), "nop passes nothing: {}", text(&below));
+    assert!(text(&below).contains("below --fail-under 0.5"), "{}", text(&below));
+    let config = std::fs::read_to_string(run_dir.join("run.toml")).unwrap();
+    assert!(config.contains("fail_under = 0.5"), "the threshold judged is recorded: {config}");
+    let met = resume("0");
+    assert!(met.status.success(), "{}", text(&met));
+    assert_eq!(results(&run_dir).len(), 1, "a finished run has nothing to rerun");
+}
+
+#[test]
+fn tasks_list_and_check_work_from_inside_a_task() {
+    let task = repo().join("examples/tasks/rff-ridge");
+    let list = cleanroom().current_dir(&task).args(["tasks", "list", "."]).output().unwrap();
+    assert!(list.status.success(), "{}", text(&list));
+    let table = String::from_utf8_lossy(&list.stdout);
+    assert_eq!(table.lines().filter(|l| l.starts_with("rff-ridge ")).count(), 1, "{table}");
+    let check = cleanroom().current_dir(&task).args(["tasks", "check", ".", "--no-run"]).output().unwrap();
+    let report = text(&check);
+    assert!(check.status.success(), "{report}");
+    assert!(report.lines().any(|l| l.starts_with("rff-ridge ")), "{report}");
+    assert!(report.contains("1 ok, 0 with errors"), "{report}");
+}
+
+/// A task whose verify/ holds a FIFO, which the harness cannot copy into
+/// an environment: every attempt ends in infra_error, after the agent ran.
+fn make_infra_task(root: &Path, id: &str) {
+    make_class_task(root, id, "");
+    let fifo =
+        std::ffi::CString::new(root.join(id).join("verify/pipe").into_os_string().into_encoded_bytes())
+            .unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .unwrap()
+}
+
+/// The (task, agent id, trial, attempt) of every trial in the index.
+fn indexed_attempts(out: &Path) -> Vec<(String, String, i64, i64)> {
+    let db = Connection::open(out.join("index.sqlite")).unwrap();
+    let mut stmt = db
+        .prepare("SELECT task, agent_id, trial, attempt FROM trials ORDER BY task, agent_id, trial")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn result_attempts(results: &[Value]) -> Vec<(String, String, i64, i64)> {
+    let mut v: Vec<_> = results
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("task"), s("agent_id"), r["trial"].as_i64().unwrap(), r["attempt"].as_i64().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_attempt_of_a_retried_trial_keeps_its_record_and_files() {
+    let out = temp_out("retries");
+    let tasks = out.join("tasks");
+    make_infra_task(&tasks, "no-verify");
+    let agent = script(&out, "token.sh", "echo \"token $(cat /proc/sys/kernel/random/uuid)\"");
+    let runs = out.join("runs");
+    let (output, run_dir) =
+        run(&runs, &["--tasks", tasks.to_str().unwrap(), "--agent", &agent, "--retries", "2"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 1);
+    let last = &results[0];
+    assert_eq!(
+        (&last["outcome"], &last["attempt"]),
+        (&Value::from("infra_error"), &Value::from(3)),
+        "{last}"
+    );
+    assert!(last["error"].as_str().unwrap().contains("verify/"), "{last}");
+
+    let trial = run_dir.join("trials/no-verify/script-token-sh/1");
+    let mut tokens = Vec::new();
+    for k in 1..=2 {
+        let kept = read_json(&trial.join(format!("attempt-{k}.json")));
+        assert_eq!(
+            (&kept["outcome"], &kept["attempt"]),
+            (&Value::from("infra_error"), &Value::from(k)),
+            "{kept}"
+        );
+        let files = trial.join(format!("attempt-{k}"));
+        for name in ["agent.log", "env-diff.txt", "changes.txt", "verify.log"] {
+            assert!(files.join(name).is_file(), "attempt {k} lost its {name}");
+        }
+        tokens.push(std::fs::read_to_string(files.join("agent.log")).unwrap());
+    }
+    for name in ["env-diff.txt", "changes.txt", "verify.log"] {
+        assert!(trial.join(name).is_file(), "the final attempt lost its {name}");
+    }
+    assert!(
+        !trial.join("attempt-3.json").exists() && !trial.join("attempt-3").exists(),
+        "the final attempt is result.json"
+    );
+    tokens.push(std::fs::read_to_string(trial.join("agent.log")).unwrap());
+    assert!(tokens.iter().all(|t| t.contains("token ")), "{tokens:?}");
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 3, "each attempt has its own agent.log");
+    assert_eq!(indexed_attempts(&runs), result_attempts(&results));
+}
+
 /// A script agent that takes a few seconds, then stops.
 fn sleeper(dir: &Path) -> String {
     let path = dir.join("sleeper.sh");
@@ -274,41 +444,45 @@ fn sleeper(dir: &Path) -> String {
     format!("script:{}", path.display())
 }
 
-fn wait_for_result_files(out: &Path, at_least: usize, limit: Duration) -> PathBuf {
+/// The run directory in `out`, once `ready` holds of it.
+fn wait_for_run(out: &Path, ready: impl Fn(&Path) -> bool, limit: Duration) -> PathBuf {
     let deadline = Instant::now() + limit;
     loop {
         if let Ok(run_dir) = std::panic::catch_unwind(|| only_run_dir(out)) {
-            if results(&run_dir).len() >= at_least {
+            if ready(&run_dir) {
                 return run_dir;
             }
         }
-        assert!(Instant::now() < deadline, "no results appeared");
+        assert!(Instant::now() < deadline, "the run did not get there in {limit:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
+/// A run with retries, interrupted while a trial retries an infra error,
+/// then resumed: every trial ends with exactly one result, and every
+/// attempt, before and after the interruption, keeps its record and files.
 fn interrupted_run_resumes(signal: i32, name: &str) {
     let out = temp_out(name);
     let agent = sleeper(&out);
+    let tasks = out.join("tasks");
+    make_infra_task(&tasks, "no-verify");
+    let runs = out.join("runs");
     let mut child = cleanroom()
-        .args([
-            "run",
-            "--tasks",
-            &fixtures("tests/fixtures/tasks-adversarial"),
-            "--agent",
-            "nop",
-            "--agent",
-            &agent,
-        ])
-        .args(["--trials", "3", "--jobs", "1", "--out"])
-        .arg(&out)
+        .args(["run", "--tasks", tasks.to_str().unwrap(), "--agent", "nop", "--agent", &agent])
+        .args(["--trials", "2", "--retries", "1", "--jobs", "1", "--out"])
+        .arg(&runs)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid = child.id();
-    // nop trials come first; once they are recorded, the sleeper is running.
-    let run_dir = wait_for_result_files(&out, 3, Duration::from_secs(300));
+    // nop's trials come first; once the sleeper's first attempt is kept,
+    // its second is running.
+    let first = |run_dir: &Path| run_dir.join("trials/no-verify/script-sleeper-sh/1");
+    let run_dir =
+        wait_for_run(&runs, |r| first(r).join("attempt-1.json").is_file(), Duration::from_secs(300));
+    let kept = std::fs::read(first(&run_dir).join("attempt-1.json")).unwrap();
+    let kept_log = std::fs::read(first(&run_dir).join("attempt-1/agent.log")).unwrap();
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, signal) };
     let status = child.wait().unwrap();
@@ -317,17 +491,35 @@ fn interrupted_run_resumes(signal: i32, name: &str) {
         assert_nothing_left(pid);
     }
     let before = results(&run_dir).len();
-    assert!(before < 6, "the interrupted run should not have finished");
+    assert!(before < 4, "the interrupted run should not have finished");
 
     let resumed = cleanroom().arg("run").arg("--resume").arg(&run_dir).output().unwrap();
     assert!(resumed.status.success(), "{}", text(&resumed));
     let after = results(&run_dir);
-    assert_eq!(after.len(), 6, "every trial has exactly one result");
+    assert_eq!(after.len(), 4, "every trial has exactly one result");
     let mut keys: Vec<String> =
         after.iter().map(|r| format!("{}/{}/{}", r["task"], r["agent_id"], r["trial"])).collect();
     keys.sort();
     keys.dedup();
-    assert_eq!(keys.len(), 6);
+    assert_eq!(keys.len(), 4);
+    // Two attempts a trial (--retries 1), numbered on across the resume.
+    for r in &after {
+        assert_eq!((&r["outcome"], &r["attempt"]), (&Value::from("infra_error"), &Value::from(2)), "{r}");
+        let trial = run_dir
+            .join("trials/no-verify")
+            .join(r["agent_id"].as_str().unwrap())
+            .join(r["trial"].to_string());
+        assert_eq!(read_json(&trial.join("attempt-1.json"))["attempt"], 1, "{}", trial.display());
+        assert!(trial.join("attempt-1/agent.log").is_file() && trial.join("agent.log").is_file());
+        assert!(!trial.join("attempt-2.json").exists() && !trial.join("attempt-2").exists());
+    }
+    assert_eq!(
+        std::fs::read(first(&run_dir).join("attempt-1.json")).unwrap(),
+        kept,
+        "the resumed run kept it"
+    );
+    assert_eq!(std::fs::read(first(&run_dir).join("attempt-1/agent.log")).unwrap(), kept_log);
+    assert_eq!(indexed_attempts(&runs), result_attempts(&after));
     // Whatever the killed run left, the resumed run swept.
     assert_nothing_left(pid);
 }

@@ -1,6 +1,7 @@
 //! The one stream the runner emits. Every output (terminal, run directory,
 //! summary) is a consumer of it; the runner itself never prints.
 
+pub use cleanroom_store::TrialFile;
 use cleanroom_store::TrialRecord;
 
 /// Which trial: task × agent × trial number.
@@ -11,11 +12,19 @@ pub struct TrialKey {
     pub trial: u32,
 }
 
-/// A file of a trial's directory (agent.log, verify.log, changes.txt).
-#[derive(Debug, Clone)]
-pub struct TrialFile {
-    pub name: String,
-    pub bytes: Vec<u8>,
+/// A trial to run, and the number of its first attempt: 1, or the one
+/// after the attempts that an interrupted run of it kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Todo {
+    pub key: TrialKey,
+    pub first_attempt: u32,
+}
+
+impl Todo {
+    /// A trial no run has attempted yet.
+    pub fn new(key: TrialKey) -> Todo {
+        Todo { key, first_attempt: 1 }
+    }
 }
 
 #[derive(Debug)]
@@ -31,7 +40,8 @@ pub enum Event {
         key: TrialKey,
         attempt: u32,
     },
-    /// An attempt that ended in infra_error and will be retried.
+    /// An attempt that ended in infra_error and will be retried; its
+    /// record and files are kept beside the trial's result.
     AttemptFailed {
         record: TrialRecord,
         files: Vec<TrialFile>,

@@ -1,5 +1,6 @@
 //! The runner: trials = tasks × agents × trials, run `jobs` at a time, each
-//! attempt that ends in infra_error retried up to `retries` times. It emits
+//! attempt that ends in infra_error retried, up to `retries + 1` attempts a
+//! trial in all (a resumed run counts those already kept). It emits
 //! [`Event`]s and nothing else; the caller decides what to print and write.
 
 mod artifacts;
@@ -13,7 +14,7 @@ mod trial;
 mod vet;
 
 pub use artifacts::{stage_artifacts, Staged, StagedArtifact};
-pub use event::{Event, TrialFile, TrialKey};
+pub use event::{Event, Todo, TrialFile, TrialKey};
 pub use trial::PIDS_MAX;
 pub use vet::{check_tasks, Finding, Severity, TaskCheck};
 
@@ -109,7 +110,7 @@ pub fn plan(tasks: &[Task], agents: &[AgentEntry], trials: u32) -> Vec<TrialKey>
 /// Runs `todo` (from [`plan`], less what a resumed run already has) and
 /// sends every event to `events`. Returns when every trial has a record or
 /// the cancel token fired and the running trials have stopped.
-pub fn run(input: &RunInput, todo: Vec<TrialKey>, events: Sender<Event>) {
+pub fn run(input: &RunInput, todo: Vec<Todo>, events: Sender<Event>) {
     let _ = events.send(Event::Planned { trials: todo.len() });
     let queue = Mutex::new(VecDeque::from(todo));
     std::thread::scope(|scope| {
@@ -120,31 +121,34 @@ pub fn run(input: &RunInput, todo: Vec<TrialKey>, events: Sender<Event>) {
                 if input.cancel.is_cancelled() {
                     return;
                 }
-                let Some(key) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
+                let Some(todo) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
                     return;
                 };
-                run_trial(input, &key, &events);
+                run_trial(input, &todo, &events);
             });
         }
     });
     let _ = events.send(Event::Finished { interrupted: input.cancel.is_cancelled() });
 }
 
-fn run_trial(input: &RunInput, key: &TrialKey, events: &Sender<Event>) {
+fn run_trial(input: &RunInput, todo: &Todo, events: &Sender<Event>) {
+    let key = &todo.key;
     let (Some(task), Some(agent)) =
         (input.tasks.iter().find(|t| t.id == key.task), input.agents.iter().find(|a| a.id == key.agent_id))
     else {
         return;
     };
-    for attempt in 1..=input.retries + 1 {
+    // A trial always gets one attempt, even if the kept ones used up its
+    // retries.
+    let last = (input.retries + 1).max(todo.first_attempt);
+    for attempt in todo.first_attempt..=last {
         let _ = events.send(Event::TrialStarted { key: key.clone(), attempt });
         match trial::attempt(input, task, agent, key, attempt, false) {
             AttemptEnd::Interrupted => return,
             AttemptEnd::Done(done) => {
                 let trial::Attempt { record, files, .. } = *done;
-                let retry = record.outcome == Outcome::InfraError
-                    && attempt <= input.retries
-                    && !input.cancel.is_cancelled();
+                let retry =
+                    record.outcome == Outcome::InfraError && attempt < last && !input.cancel.is_cancelled();
                 let _ = events.send(if retry {
                     Event::AttemptFailed { record, files }
                 } else {

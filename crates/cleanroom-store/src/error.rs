@@ -10,6 +10,13 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// `--out`: where run directories are made.
+    #[error("cannot make a run directory in {}: {source}; give --out a directory that exists or can be created", path.display())]
+    OutDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("run directory {} already exists: pick another run id or resume it with --resume", .0.display())]
     RunExists(PathBuf),
     #[error("{} is not a run directory: it has no run.toml", .0.display())]
@@ -38,6 +45,8 @@ pub enum StoreError {
     ReservedName { dir: PathBuf, name: String },
     #[error("{} already exists: a trial has exactly one result", .0.display())]
     ResultExists(PathBuf),
+    #[error("{} already exists: a kept attempt is never replaced", .0.display())]
+    AttemptExists(PathBuf),
 }
 
 fn holder(pid: Option<u32>) -> String {

@@ -1,7 +1,7 @@
 //! The run directory (DESIGN.md, "Run directory"): one result.json per trial
-//! written by atomic rename, the attempts that ended in infra errors, logs,
-//! run.toml and summary.json. Every writer holds the run's lock, so two
-//! cleanroom processes never write one run. The results index
+//! written by atomic rename, the attempts that ended in infra errors (each
+//! with its own files), logs, run.toml and summary.json. Every writer holds
+//! the run's lock, so two cleanroom processes never write one run. The results index
 //! (`index.sqlite` beside the runs) is derived from them and rebuildable.
 
 mod agent_id;
@@ -23,7 +23,7 @@ pub use record::{
     SCHEMA_VERSION,
 };
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
-pub use run_dir::{new_run_id, RunDir, RESULT_FILE};
+pub use run_dir::{make_out_dir, new_run_id, RunDir, TrialFile, RESULT_FILE};
 pub use summary::{AgentSummary, Counts, Summary};
 
 /// The types of other crates that a record embeds, so that readers of

@@ -1,6 +1,16 @@
 //! `<out>/<run-id>/`: the one place a run's results live (DESIGN.md, "Run
 //! directory"). A `RunDir` holds the run's lock for its whole life, so it is
 //! the only writer; every whole-file write is atomic.
+//!
+//! A trial's directory, `trials/<task>/<agent-id>/<n>/`, keeps every
+//! attempt, numbered from 1 across resumed runs:
+//!
+//! ```text
+//! attempt-<k>.json   an attempt that ended in infra_error and was retried
+//! attempt-<k>/       its files (agent.log, verify.log, changes.txt, ...)
+//! result.json        the final attempt's record, written last
+//! agent.log ...      the final attempt's files
+//! ```
 
 use std::fs::{self, File};
 use std::io::Read;
@@ -23,6 +33,14 @@ pub const RESULT_FILE: &str = "result.json";
 const RUN_CONFIG_FILE: &str = "run.toml";
 const SUMMARY_FILE: &str = "summary.json";
 const TRIALS_DIR: &str = "trials";
+
+/// A file of a trial's directory (agent.log, verify.log, changes.txt,
+/// env-diff.txt, trajectory.json), as the runner made it.
+#[derive(Debug, Clone)]
+pub struct TrialFile {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
 
 #[derive(Debug)]
 pub struct RunDir {
@@ -53,17 +71,23 @@ fn random_u16() -> u16 {
     }
 }
 
+/// Makes `out`, the directory of runs, if missing: before a run prepares
+/// anything, so that an `--out` that cannot be is told at once.
+pub fn make_out_dir(out: &Path) -> Result<(), StoreError> {
+    fs::create_dir_all(out).map_err(|source| StoreError::OutDir { path: out.to_path_buf(), source })
+}
+
 impl RunDir {
     /// Creates `<out>/<run_id>/` (and `out` if missing) and locks it. Fails
     /// if the run directory exists.
     pub fn create(out: &Path, run_id: &str) -> Result<RunDir, StoreError> {
         check_name("run id", run_id)?;
-        fs::create_dir_all(out).map_err(|e| StoreError::io("create directory", out, e))?;
+        make_out_dir(out)?;
         let path = out.join(run_id);
         if let Err(e) = fs::create_dir(&path) {
             return Err(match e.kind() {
                 std::io::ErrorKind::AlreadyExists => StoreError::RunExists(path),
-                _ => StoreError::io("create directory", path, e),
+                _ => StoreError::OutDir { path: out.to_path_buf(), source: e },
             });
         }
         let lock = RunLock::acquire(&path)?;
@@ -113,23 +137,36 @@ impl RunDir {
             && self.trial_path(task, agent_id, n).join(RESULT_FILE).is_file()
     }
 
-    /// Writes the trial's result.json, atomically. Refuses to replace one: a
-    /// trial has exactly one result.
-    pub fn write_result(&self, record: &TrialRecord) -> Result<(), StoreError> {
+    /// The trial's final attempt: its files in the trial directory, then
+    /// result.json, atomically and last. Refuses to replace a result: a
+    /// trial has exactly one.
+    pub fn write_result(&self, record: &TrialRecord, files: &[TrialFile]) -> Result<(), StoreError> {
         let dir = self.trial_dir(&record.task, &record.agent_id, record.trial)?;
         let path = dir.join(RESULT_FILE);
         // Checking first is enough: the lock makes this the only writer.
         if path.exists() {
             return Err(StoreError::ResultExists(path));
         }
+        remove_unrecorded(&dir)?;
+        write_files(&dir, files)?;
         write_json(&path, record)
     }
 
-    /// Keeps an attempt that ended in an infra error, as `attempt-<k>.json`
-    /// (k = `record.attempt`), before the trial is retried.
-    pub fn write_attempt(&self, record: &TrialRecord) -> Result<(), StoreError> {
+    /// Keeps an attempt that ended in infra_error, before the trial is
+    /// retried: its files in `attempt-<k>/`, then its record as
+    /// `attempt-<k>.json` (k = `record.attempt`), last, since the record is
+    /// what makes the attempt kept. Refuses to replace a kept attempt.
+    pub fn write_attempt(&self, record: &TrialRecord, files: &[TrialFile]) -> Result<(), StoreError> {
         let dir = self.trial_dir(&record.task, &record.agent_id, record.trial)?;
-        write_json(&dir.join(attempt_file(record.attempt)), record)
+        let path = dir.join(attempt_file(record.attempt));
+        if path.exists() {
+            return Err(StoreError::AttemptExists(path));
+        }
+        remove_unrecorded(&dir)?;
+        let files_dir = dir.join(attempt_dir(record.attempt));
+        fs::create_dir(&files_dir).map_err(|e| StoreError::io("create directory", &files_dir, e))?;
+        write_files(&files_dir, files)?;
+        write_json(&path, record)
     }
 
     /// The attempt number after the ones already kept, so a resumed run does
@@ -141,26 +178,6 @@ impl RunDir {
             name.to_str()?.strip_prefix("attempt-")?.strip_suffix(".json")?.parse::<u32>().ok()
         });
         kept.max().unwrap_or(0) + 1
-    }
-
-    /// Writes one of the trial's other files (agent.log, verify.log,
-    /// changes.txt, env-diff.txt, trajectory.json). Refuses the names of
-    /// the trial's records and anything that is not a plain file name.
-    pub fn write_file(
-        &self,
-        task: &str,
-        agent_id: &str,
-        n: u32,
-        name: &str,
-        bytes: &[u8],
-    ) -> Result<(), StoreError> {
-        check_name("file name", name)?;
-        let dir = self.trial_dir(task, agent_id, n)?;
-        if is_record_name(name) {
-            return Err(StoreError::ReservedName { dir, name: name.to_string() });
-        }
-        let path = dir.join(name);
-        fs::write(&path, bytes).map_err(|e| StoreError::io("write", path, e))
     }
 
     /// Every trial's result, ordered by task, agent id and trial number. A
@@ -227,13 +244,61 @@ fn attempt_file(k: u32) -> String {
     format!("attempt-{k}.json")
 }
 
-/// result.json and attempt-<k>.json belong to the store.
+fn attempt_dir(k: u32) -> String {
+    format!("attempt-{k}")
+}
+
+/// result.json, attempt-<k>.json and attempt-<k>/ belong to the store.
 fn is_record_name(name: &str) -> bool {
-    name == RESULT_FILE
-        || name
-            .strip_prefix("attempt-")
-            .and_then(|rest| rest.strip_suffix(".json"))
-            .is_some_and(|k| k.parse::<u32>().is_ok())
+    name == RESULT_FILE || attempt_number(name).is_some()
+}
+
+/// k of `attempt-<k>.json` or `attempt-<k>`.
+fn attempt_number(name: &str) -> Option<u32> {
+    let k = name.strip_prefix("attempt-")?;
+    k.strip_suffix(".json").unwrap_or(k).parse().ok()
+}
+
+/// Writes a trial's files into `dir`, refusing the store's own names and
+/// anything that is not a plain file name.
+fn write_files(dir: &Path, files: &[TrialFile]) -> Result<(), StoreError> {
+    for f in files {
+        check_name("file name", &f.name)?;
+        if is_record_name(&f.name) {
+            return Err(StoreError::ReservedName { dir: dir.to_path_buf(), name: f.name.clone() });
+        }
+        let path = dir.join(&f.name);
+        fs::write(&path, &f.bytes).map_err(|e| StoreError::io("write", path, e))?;
+    }
+    Ok(())
+}
+
+/// Removes what an attempt that a kill cut off before its record left in
+/// the trial directory `dir`: loose files beside no result.json, and an
+/// `attempt-<k>/` without its `attempt-<k>.json`. Only records make an
+/// attempt kept, so nothing of a kept attempt is removed.
+fn remove_unrecorded(dir: &Path) -> Result<(), StoreError> {
+    let entries = fs::read_dir(dir).map_err(|e| StoreError::io("read directory", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("read directory", dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = entry.file_type().map_err(|e| StoreError::io("stat", &path, e))?.is_dir();
+        let removed = if is_dir {
+            match attempt_number(&name) {
+                Some(k) if !name.ends_with(".json") && !dir.join(attempt_file(k)).exists() => {
+                    fs::remove_dir_all(&path)
+                }
+                _ => continue,
+            }
+        } else if !is_record_name(&name) && !name.starts_with('.') {
+            fs::remove_file(&path)
+        } else {
+            continue;
+        };
+        removed.map_err(|e| StoreError::io("remove", &path, e))?;
+    }
+    Ok(())
 }
 
 /// A single path component of our own: no separators, no `.`/`..`, and no
@@ -309,6 +374,7 @@ mod tests {
     fn record_names_are_reserved() {
         assert!(is_record_name("result.json"));
         assert!(is_record_name("attempt-3.json"));
+        assert!(is_record_name("attempt-3"));
         assert!(!is_record_name("attempt-notes.json"));
         assert!(!is_record_name("agent.log"));
     }

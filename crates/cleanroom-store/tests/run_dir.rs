@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fs;
 
 use cleanroom_store::{
-    AgentEntry, ArtifactEntry, Outcome, RunConfig, RunDir, StoreError, Summary, TrialRecord,
+    AgentEntry, ArtifactEntry, Outcome, RunConfig, RunDir, StoreError, Summary, TrialFile, TrialRecord,
 };
 
 fn config(run_id: &str) -> RunConfig {
@@ -118,7 +118,7 @@ fn results_are_written_once_and_loaded_in_order() {
     let run = RunDir::create(tmp.path(), "r1").unwrap();
     assert!(!run.has_result("sobol-seq", "nop", 1));
     for (task, n) in [("sobol-seq", 10), ("sobol-seq", 2), ("alpha", 1)] {
-        run.write_result(&record(task, "nop", n)).unwrap();
+        run.write_result(&record(task, "nop", n), &[]).unwrap();
     }
     assert!(run.has_result("sobol-seq", "nop", 2));
     assert!(!run.has_result("sobol-seq", "nop", 3));
@@ -128,7 +128,7 @@ fn results_are_written_once_and_loaded_in_order() {
     // Only the result: no temporary left behind.
     assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
 
-    let err = run.write_result(&record("sobol-seq", "nop", 2)).unwrap_err();
+    let err = run.write_result(&record("sobol-seq", "nop", 2), &[]).unwrap_err();
     assert!(matches!(err, StoreError::ResultExists(_)), "{err}");
 
     let loaded = run.load_results().unwrap();
@@ -141,7 +141,7 @@ fn results_are_written_once_and_loaded_in_order() {
 fn a_corrupt_or_newer_result_names_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let run = RunDir::create(tmp.path(), "r1").unwrap();
-    run.write_result(&record("t", "nop", 1)).unwrap();
+    run.write_result(&record("t", "nop", 1), &[]).unwrap();
     let dir = run.trial_dir("t", "nop", 2).unwrap();
     fs::write(dir.join("result.json"), "{\"schema_version\": 1, \"task\": ").unwrap();
     let err = run.load_results().unwrap_err().to_string();
@@ -155,33 +155,98 @@ fn a_corrupt_or_newer_result_names_the_file() {
     assert!(matches!(err, StoreError::NewerSchema { found: 2, .. }), "{err}");
 }
 
+fn file(name: &str, text: &str) -> TrialFile {
+    TrialFile { name: name.into(), bytes: text.as_bytes().to_vec() }
+}
+
+fn attempt(n: u32, k: u32) -> TrialRecord {
+    let mut r = TrialRecord::new("t", "nop", "nop", n, k);
+    r.error = Some(format!("overlay mount failed ({k})"));
+    r
+}
+
 #[test]
-fn attempts_and_files_beside_the_result() {
+fn every_attempt_keeps_its_record_and_files() {
     let tmp = tempfile::tempdir().unwrap();
     let run = RunDir::create(tmp.path(), "r1").unwrap();
-    assert_eq!(run.next_attempt("t", "nop", 1), 1);
-    let mut first = TrialRecord::new("t", "nop", "nop", 1, 1);
-    first.error = Some("overlay mount failed".into());
-    run.write_attempt(&first).unwrap();
-    assert_eq!(run.next_attempt("t", "nop", 1), 2);
     let dir = run.path().join("trials/t/nop/1");
-    let kept: TrialRecord = serde_json::from_slice(&fs::read(dir.join("attempt-1.json")).unwrap()).unwrap();
-    assert_eq!(kept, first);
+    assert_eq!(run.next_attempt("t", "nop", 1), 1);
+    for k in [1, 2] {
+        run.write_attempt(&attempt(1, k), &[file("agent.log", &format!("attempt {k}\n"))]).unwrap();
+        assert_eq!(run.next_attempt("t", "nop", 1), k + 1);
+    }
+    let err = run.write_attempt(&attempt(1, 2), &[]).unwrap_err();
+    assert!(matches!(err, StoreError::AttemptExists(_)), "a kept attempt is never replaced: {err}");
     // An attempt is not a result.
     assert!(!run.has_result("t", "nop", 1));
     assert!(run.load_results().unwrap().is_empty());
 
-    run.write_file("t", "nop", 1, "agent.log", b"hello\n").unwrap();
-    assert_eq!(fs::read(dir.join("agent.log")).unwrap(), b"hello\n");
-    for name in ["result.json", "attempt-2.json"] {
-        let err = run.write_file("t", "nop", 1, name, b"{}").unwrap_err();
+    let mut last = record("t", "nop", 1);
+    last.attempt = 3;
+    run.write_result(&last, &[file("agent.log", "attempt 3\n"), file("verify.log", "ok\n")]).unwrap();
+    for k in [1, 2] {
+        let kept: TrialRecord =
+            serde_json::from_slice(&fs::read(dir.join(format!("attempt-{k}.json"))).unwrap()).unwrap();
+        assert_eq!((kept.attempt, kept.error), (k, attempt(1, k).error));
+        let log = fs::read_to_string(dir.join(format!("attempt-{k}/agent.log"))).unwrap();
+        assert_eq!(log, format!("attempt {k}\n"));
+    }
+    assert_eq!(fs::read_to_string(dir.join("agent.log")).unwrap(), "attempt 3\n");
+    assert_eq!(run.load_results().unwrap(), [last]);
+}
+
+#[test]
+fn what_a_killed_attempt_left_is_removed_and_kept_attempts_are_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    let dir = run.path().join("trials/t/nop/1");
+    run.write_attempt(&attempt(1, 1), &[file("agent.log", "kept\n")]).unwrap();
+    // A run killed while writing attempt 2's files, then the final ones.
+    fs::create_dir(dir.join("attempt-2")).unwrap();
+    fs::write(dir.join("attempt-2/agent.log"), "cut off\n").unwrap();
+    fs::write(dir.join("trajectory.json"), "cut off\n").unwrap();
+
+    run.write_attempt(&attempt(1, 2), &[file("agent.log", "second\n")]).unwrap();
+    let mut names: Vec<String> = fs::read_dir(dir.join("attempt-2"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["agent.log"]);
+    assert_eq!(fs::read_to_string(dir.join("attempt-2/agent.log")).unwrap(), "second\n");
+    assert!(!dir.join("trajectory.json").exists(), "not a file of any recorded attempt");
+    assert_eq!(fs::read_to_string(dir.join("attempt-1/agent.log")).unwrap(), "kept\n");
+
+    fs::create_dir(dir.join("attempt-3")).unwrap();
+    run.write_result(&record("t", "nop", 1), &[]).unwrap();
+    assert!(!dir.join("attempt-3").exists());
+    assert!(dir.join("attempt-1.json").is_file() && dir.join("attempt-2.json").is_file());
+}
+
+#[test]
+fn trial_files_take_no_record_name_and_no_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    for name in ["result.json", "attempt-2.json", "attempt-2"] {
+        let err = run.write_result(&record("t", "nop", 1), &[file(name, "{}")]).unwrap_err();
         assert!(matches!(err, StoreError::ReservedName { .. }), "{err}");
     }
     for name in ["../result.json", "logs/agent.log", "", ".lock"] {
-        let err = run.write_file("t", "nop", 1, name, b"x").unwrap_err();
+        let err = run.write_attempt(&attempt(1, 1), &[file(name, "x")]).unwrap_err();
         assert!(matches!(err, StoreError::BadName { .. }), "{name:?}: {err}");
     }
-    assert!(!dir.join("result.json").exists());
+    let dir = run.path().join("trials/t/nop/1");
+    assert!(!dir.join("result.json").exists() && !dir.join("attempt-1.json").exists());
+}
+
+#[test]
+fn an_out_that_cannot_be_made_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    fs::write(&file, "").unwrap();
+    let err = RunDir::create(&file.join("runs"), "r1").unwrap_err();
+    assert!(matches!(err, StoreError::OutDir { .. }), "{err}");
+    assert!(err.to_string().contains("a-file/runs") && err.to_string().contains("--out"), "{err}");
 }
 
 #[test]

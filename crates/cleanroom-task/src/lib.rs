@@ -23,7 +23,7 @@ pub use checks::{Check, CheckFile, Comparison, CsvRow, Selector, Stage, Step, Ve
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
-pub use load::{load_task, load_tasks, Task};
+pub use load::{dir_name, load_task, load_tasks, Task};
 pub use rules::{build_globset, compile_glob, is_valid_task_id, parse_requirement};
 pub use spec::{
     AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle, Paper,

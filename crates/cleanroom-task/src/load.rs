@@ -131,6 +131,16 @@ fn task_dirs(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     Ok(dirs)
 }
 
+/// The name of the directory `dir`, also where it is given as `.` or `..`
+/// (a task checked from inside its directory): a task's default id.
+pub fn dir_name(dir: &Path) -> String {
+    let name = match dir.file_name() {
+        Some(name) => Some(name.to_owned()),
+        None => dir.canonicalize().ok().and_then(|p| p.file_name().map(|n| n.to_owned())),
+    };
+    name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
 /// Loads and validates the task in `dir`.
 pub fn load_task(dir: &Path) -> Result<Task, LoadErrors> {
     let mut errors = Vec::new();

@@ -166,7 +166,7 @@ fn task_meta(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<TaskMeta> {
             id
         }
         None => {
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = crate::load::dir_name(dir);
             if !is_valid_task_id(&name) {
                 let line = tab.line;
                 r.err(

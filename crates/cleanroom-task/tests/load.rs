@@ -272,6 +272,10 @@ fn task_ids() {
     let ok =
         write_task(tmp.path(), "Also_Bad", &BASE.replace("[task]\n", "[task]\nid = \"fine-id\"\n"), CHECK);
     assert_eq!(load_task(&ok).unwrap().id, "fine-id");
+    // A path that ends in `..`, as `.` does from inside the task, still
+    // names the directory.
+    let named = write_task(tmp.path(), "named-by-dir", BASE, CHECK);
+    assert_eq!(load_task(&named.join("artifact/..")).unwrap().id, "named-by-dir");
 }
 
 #[test]

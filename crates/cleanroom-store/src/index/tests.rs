@@ -244,7 +244,7 @@ fn two_runs(out: &Path, index: &Index) {
             for agent in ["oracle", "nop"] {
                 for n in 1..=2 {
                     let r = record(task, agent, n);
-                    run.write_result(&r).unwrap();
+                    run.write_result(&r, &[]).unwrap();
                     index.record_trial(&run.run_id(), &r).unwrap();
                 }
             }
