@@ -91,6 +91,9 @@ pub struct TasksCheckArgs {
     /// Tasks checked at once (default: 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: usize,
+    /// The environment backend that runs the oracle and nop (default: sandbox).
+    #[arg(long, default_value = cleanroom_env::BACKENDS[0])]
+    pub backend: String,
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +109,9 @@ pub struct TasksCalibrateArgs {
     /// Oracle runs at once (default: 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: usize,
+    /// The environment backend that runs the oracle and nop (default: sandbox).
+    #[arg(long, default_value = cleanroom_env::BACKENDS[0])]
+    pub backend: String,
 }
 
 #[derive(Debug, Args)]

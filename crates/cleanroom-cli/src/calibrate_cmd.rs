@@ -24,7 +24,7 @@ pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
         .iter()
         .map(|d| load_task(d))
         .collect::<Result<Vec<Task>, _>>()?;
-    let prepared = prepare::prepare(prepare::backend("sandbox")?, &tasks, "calibrate")?;
+    let prepared = prepare::prepare(prepare::backend(&args.backend)?, &tasks, "calibrate")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let oracle = [AgentEntry { spec: AgentSpec::Oracle, spec_text: "oracle".into(), id: "oracle".into() }];

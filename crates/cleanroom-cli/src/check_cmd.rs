@@ -34,7 +34,7 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
             }
         }
     }
-    let backend = prepare::backend("sandbox")?;
+    let backend = prepare::backend(&args.backend)?;
     let prepared = prepare::prepare(backend, &tasks, "check")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());

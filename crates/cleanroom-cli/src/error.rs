@@ -54,7 +54,7 @@ impl CliError {
             CliError::Index(IndexError::Store(e)) => store_code(e),
             CliError::Index(IndexError::NewerSchema { .. } | IndexError::NoDir(_)) => BAD_INPUT,
             CliError::Index(_) => FAILURE,
-            CliError::Env(EnvError::UnknownImage { .. }) => BAD_INPUT,
+            CliError::Env(EnvError::UnknownImage { .. } | EnvError::UnknownBackend { .. }) => BAD_INPUT,
             CliError::Env(_) | CliError::Internal(_) => FAILURE,
             CliError::Interrupted(_) => INTERRUPTED,
             CliError::BelowThreshold { .. } => BELOW_THRESHOLD,

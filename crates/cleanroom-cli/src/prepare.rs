@@ -2,11 +2,10 @@
 //! runs left, make the backend, have every image the tasks name (built on
 //! first use) and stage every task's artifact on the host.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use cleanroom_env::sandbox::{sweep, SandboxBackend};
-use cleanroom_env::{image, Backend, CancelToken};
+use cleanroom_env::{image, open_backend, Backend, CancelToken};
 use cleanroom_runner::{stage_artifacts, AgentEntry, AgentSetup, RunInput, Staged};
 use cleanroom_task::Task;
 
@@ -14,8 +13,6 @@ use crate::error::{input, CliError};
 
 pub struct Prepared {
     pub backend: Box<dyn Backend>,
-    /// Image name → its root file system.
-    pub images: HashMap<String, PathBuf>,
     /// Image name → its digest, for the record.
     pub image_digests: BTreeMap<String, String>,
     pub artifacts: Staged,
@@ -45,7 +42,6 @@ impl Prepared {
             allow_unlimited: false,
             agent_setup: &self.tool_agents,
             backend: self.backend.as_ref(),
-            images: &self.images,
             artifacts: &self.artifacts,
             cancel: cancel.clone(),
         }
@@ -61,33 +57,28 @@ impl Drop for Prepared {
 /// The backend alone, so that a host that cannot run environments is told
 /// before anything is written.
 pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
-    match name {
-        "sandbox" => Ok(Box::new(SandboxBackend::new(&image::cleanroom_home())?)),
-        other => Err(input(format!("--backend {other}: unknown backend (available: sandbox)"))),
-    }
+    Ok(open_backend(name, &image::cleanroom_home())?)
 }
 
 /// Prepares `tasks` for `backend`; `label` names the staging directory.
 pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result<Prepared, CliError> {
     let home = image::cleanroom_home();
-    let swept = sweep(&home)?;
+    let swept = backend.sweep()?;
     if !swept.environments.is_empty() {
         eprintln!("cleanroom: removed {} environment(s) left by a dead run", swept.environments.len());
     }
-    let mut images = HashMap::new();
-    let mut image_digests = BTreeMap::new();
-    for task in tasks {
-        let name = &task.spec.environment.image;
-        if !images.contains_key(name) {
-            let img = image::ensure(name, None, &mut |line| eprintln!("image: {line}"))?;
-            image_digests.insert(name.clone(), img.digest.clone());
-            images.insert(name.clone(), img.root);
-        }
-    }
+    let mut names: Vec<&str> = tasks.iter().map(|t| t.spec.environment.image.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let image_digests = backend
+        .prepare_images(&names, &mut |line| eprintln!("image: {line}"))?
+        .into_iter()
+        .map(|img| (img.name, img.digest))
+        .collect();
     let staging = home.join("staging").join(format!("{label}-{}", std::process::id()));
     let refs: Vec<&Task> = tasks.iter().collect();
     let artifacts = stage_artifacts(&refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
-    Ok(Prepared { backend, images, image_digests, artifacts, staging, tool_agents: AgentSetup::default() })
+    Ok(Prepared { backend, image_digests, artifacts, staging, tool_agents: AgentSetup::default() })
 }
 
 /// The task directories that DIRS name: a directory holding task.toml is

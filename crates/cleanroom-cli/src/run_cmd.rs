@@ -24,7 +24,6 @@ use crate::{interrupt, prepare};
 const DEFAULT_TRIALS: u32 = 1;
 const DEFAULT_RETRIES: u32 = 1;
 const DEFAULT_OUT: &str = "runs";
-const DEFAULT_BACKEND: &str = "sandbox";
 
 pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     let out = args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT));
@@ -117,7 +116,6 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         allow_unlimited: config.allow_unlimited,
         agent_setup: &agent_setup,
         backend: prepared.backend.as_ref(),
-        images: &prepared.images,
         artifacts: &prepared.artifacts,
         cancel: cancel.clone(),
     };
@@ -234,7 +232,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         created: cleanroom_store::rfc3339_utc_now(),
         run_id,
-        backend: args.backend.clone().unwrap_or_else(|| DEFAULT_BACKEND.into()),
+        backend: args.backend.clone().unwrap_or_else(|| cleanroom_env::BACKENDS[0].into()),
         images: BTreeMap::new(),
         tasks,
         task_ids: args.task_ids.clone(),

@@ -295,6 +295,9 @@ fn nonsense_flags_exit_2_and_say_what_to_do() {
         (run(&["--fail-under", "1.5"]), vec!["--fail-under", "from 0 to 1"]),
         (run(&["--out", &under_file]), vec![under_file.as_str(), "give --out a directory"]),
         (run(&["--out", "/proc/cleanroom-out"]), vec!["/proc/cleanroom-out", "give --out a directory"]),
+        (run(&["--backend", "nosuch"]), vec!["unknown backend `nosuch`", "available: sandbox"]),
+        (owned(&["tasks", "check", &examples, "--backend", "nosuch"]), vec!["unknown backend `nosuch`"]),
+        (owned(&["tasks", "calibrate", &examples, "--backend", "nosuch"]), vec!["unknown backend `nosuch`"]),
         (
             owned(&["run", "--resume", &run_dir, "--trials", "2"]),
             vec!["--resume takes the plan from", "run.toml", "drop --trials"],

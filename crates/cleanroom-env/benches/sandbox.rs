@@ -93,7 +93,7 @@ fn main() {
         image::ensure(image::DEFAULT_IMAGE, None, &mut |msg| eprintln!("image: {msg}")).expect("base image");
     eprintln!("base image: {} ({:.1} s)", image.root.display(), spec_t.elapsed().as_secs_f64());
     let spec = EnvSpec {
-        image_root: image.root.clone(),
+        image: image.name.clone(),
         cpus: env_u64("BENCH_CPUS", 2) as u32,
         memory_mb: env_u64("BENCH_MEMORY_MB", 4096),
         disk_mb: env_u64("BENCH_DISK_MB", 20480),
@@ -105,6 +105,7 @@ fn main() {
         _ => (std::env::temp_dir().join(format!("cleanroom-bench-{}", std::process::id())), true),
     };
     let backend = SandboxBackend::new(&home).expect("sandbox backend");
+    backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("base image");
     {
         // Every limit must be in force, or the figures mean nothing.
         let env = backend.create(&spec).expect("create environment");

@@ -17,8 +17,9 @@ use crate::rootfs::RootFs;
 /// What a new environment must provide.
 #[derive(Debug, Clone)]
 pub struct EnvSpec {
-    /// The read-only base root file system (an image built by `image build`).
-    pub image_root: PathBuf,
+    /// The base image, by name (`environment.image`): the backend prepared
+    /// it in [`Backend::prepare_images`].
+    pub image: String,
     pub cpus: u32,
     pub memory_mb: u64,
     pub disk_mb: u64,
@@ -175,12 +176,68 @@ pub struct EnvDiff {
     pub truncated: bool,
 }
 
-/// A backend makes environments.
+/// What a task needs of the machine it runs on, beyond cpus, memory and
+/// disk (which every backend provides). A new need is a new field here,
+/// not a change of the [`Backend`] trait: each backend says which it
+/// cannot meet.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Needs {
+    /// GPUs the task's environment must have.
+    pub gpus: u32,
+    /// The task boots virtual machines of its own (QEMU inside).
+    pub qemu: bool,
+    /// Outbound network during the agent's phase.
+    pub network: bool,
+}
+
+impl Needs {
+    pub fn new(gpus: u32, qemu: bool, network: bool) -> Needs {
+        Needs { gpus, qemu, network }
+    }
+}
+
+/// A need a backend cannot meet, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmet {
+    /// The field of [`Needs`]: `gpus`, `qemu`, `network`.
+    pub need: &'static str,
+    pub why: String,
+}
+
+/// A base image a backend has ready, for the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedImage {
+    pub name: String,
+    pub digest: String,
+}
+
+/// What a sweep removed of runs that died.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Environment ids whose remains were removed.
+    pub environments: Vec<String>,
+}
+
+/// A backend makes environments: it owns their images, how they are made,
+/// what of them a dead run can leave behind, and how host files (an
+/// agent's installation) reach them (a bind mount, an upload).
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
 
-    /// Why this backend cannot run a task with these needs, if it cannot.
-    fn cannot_provide(&self, gpus: u32, qemu: bool) -> Option<String>;
+    /// The needs this backend cannot meet; empty when it can run the task.
+    fn unmet(&self, needs: &Needs) -> Vec<Unmet>;
+
+    /// Makes the named images ready (building or fetching them on first
+    /// use), reporting progress a line at a time.
+    fn prepare_images(
+        &self,
+        names: &[&str],
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<PreparedImage>, EnvError>;
+
+    /// Removes what runs that died left behind (never a live run's).
+    fn sweep(&self) -> Result<SweepReport, EnvError>;
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError>;
 }

@@ -16,6 +16,12 @@ pub enum EnvError {
     LimitUnavailable { limit: &'static str, why: String },
     #[error("base image not found at {0}: run `cleanroom image build`")]
     NoImage(PathBuf),
+    /// An image that the backend was not asked to prepare.
+    #[error("image `{0}` was not prepared for this backend")]
+    ImageNotPrepared(String),
+    /// A `--backend` name that no backend has (bad input).
+    #[error("unknown backend `{name}` (available: {available})")]
+    UnknownBackend { name: String, available: String },
     #[error("{0}")]
     Phase(String),
     /// A base image name that `image::IMAGES` does not define (bad input).

@@ -6,15 +6,17 @@ mod cancel;
 mod error;
 pub mod image;
 mod output;
+mod registry;
 mod rootfs;
 pub mod sandbox;
 pub mod time;
 
 pub use backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
-    Limits, Network, PathChange, PathChangeKind, PhaseOptions,
+    Limits, Needs, Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
 pub use cancel::CancelToken;
 pub use error::EnvError;
 pub use output::Captured;
+pub use registry::{open_backend, BACKENDS};
 pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs, MAX_DEPTH, MAX_ENTRIES};

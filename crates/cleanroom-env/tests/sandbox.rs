@@ -13,15 +13,9 @@ use cleanroom_env::{
     Network, PhaseOptions,
 };
 
-fn image_root() -> PathBuf {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| image::ensure(image::DEFAULT_IMAGE, None, &mut |_| {}).expect("base image").root)
-        .clone()
-}
-
 fn spec() -> EnvSpec {
     EnvSpec {
-        image_root: image_root(),
+        image: image::DEFAULT_IMAGE.into(),
         cpus: 2,
         memory_mb: 512,
         disk_mb: 256,
@@ -36,8 +30,17 @@ fn home() -> PathBuf {
     dir
 }
 
+fn backend() -> &'static SandboxBackend {
+    static BACKEND: OnceLock<SandboxBackend> = OnceLock::new();
+    BACKEND.get_or_init(|| {
+        let backend = SandboxBackend::new(&home()).unwrap();
+        backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("base image");
+        backend
+    })
+}
+
 fn env_with(spec: &EnvSpec) -> Box<dyn Environment> {
-    SandboxBackend::new(&home()).unwrap().create(spec).expect("create environment")
+    backend().create(spec).expect("create environment")
 }
 
 fn sh(env: &dyn Environment, script: &str) -> (ExitStatus, String) {

@@ -18,7 +18,7 @@ pub use event::{Event, Todo, TrialFile, TrialKey};
 pub use trial::PIDS_MAX;
 pub use vet::{check_tasks, Finding, Severity, TaskCheck};
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::sync::Mutex;
@@ -49,8 +49,6 @@ pub struct RunInput<'a> {
     pub allow_unlimited: bool,
     pub agent_setup: &'a AgentSetup,
     pub backend: &'a dyn Backend,
-    /// Image name → its root file system.
-    pub images: &'a HashMap<String, PathBuf>,
     pub artifacts: &'a Staged,
     pub cancel: CancelToken,
 }

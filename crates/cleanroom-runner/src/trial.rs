@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
-use cleanroom_env::{EnvError, EnvSpec, Globs, Network, PhaseOptions};
+use cleanroom_env::{EnvError, EnvSpec, Globs, Needs, Network, PhaseOptions};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
 use cleanroom_verify::{run_pipeline, ChangeKind, Changes, Verdict};
@@ -44,11 +44,11 @@ pub(crate) fn attempt(
     let ctx = input.agent_setup.context(input.timeout_multiplier);
     record.gate = recorded_gate(&agent.spec, &ctx, task).to_string();
     record.model = agent.spec.model().map(str::to_string);
-    let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
-    let gpus = if needs_gpu { task.spec.environment.gpus.max(1) } else { 0 };
-    if let Some(reason) = input.backend.cannot_provide(gpus, task.spec.task.qemu) {
+    let unmet = input.backend.unmet(&needs(task));
+    if !unmet.is_empty() {
         record.outcome = Outcome::Skipped;
-        record.skip_reason = Some(reason);
+        record.skip_reason =
+            Some(unmet.iter().map(|u| format!("{}: {}", u.need, u.why)).collect::<Vec<_>>().join("; "));
         record.finished_at = cleanroom_store::rfc3339_utc_now();
         return AttemptEnd::Done(Box::new(Attempt { record, files: Vec::new(), repeat: None }));
     }
@@ -86,13 +86,9 @@ fn run(
         Some(Err(why)) => return Err(EnvError::Phase(why.clone())),
         None => return Err(EnvError::Phase(format!("artifact of {} was not staged", task.id))),
     };
-    let image_root = input
-        .images
-        .get(&task.spec.environment.image)
-        .ok_or_else(|| EnvError::Phase(format!("image {} was not prepared", task.spec.environment.image)))?;
     let started = Instant::now();
     let spec = EnvSpec {
-        image_root: image_root.clone(),
+        image: task.spec.environment.image.clone(),
         cpus: task.spec.environment.cpus,
         memory_mb: task.spec.environment.memory_mb,
         disk_mb: task.spec.environment.disk_mb,
@@ -176,6 +172,13 @@ fn run(
         }
     }
     Ok(true)
+}
+
+/// What `task` needs of a backend's machines.
+fn needs(task: &Task) -> Needs {
+    let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
+    let gpus = if needs_gpu { task.spec.environment.gpus.max(1) } else { 0 };
+    Needs::new(gpus, task.spec.task.qemu, task.spec.environment.network)
 }
 
 /// Adds `tag`, or its evidence to the tag of that name already there.

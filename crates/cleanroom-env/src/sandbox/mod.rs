@@ -23,23 +23,28 @@ mod seccomp;
 mod spawn;
 mod sweep;
 
+use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Network,
-    PhaseOptions,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Needs, Network,
+    PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
+use crate::image;
 use crate::rootfs::RootFs;
 
-pub use sweep::{sweep, SweepReport};
+pub use sweep::sweep;
 
 pub struct SandboxBackend {
     home: PathBuf,
+    /// Image name → its root file system, filled by prepare_images.
+    images: Mutex<HashMap<String, PathBuf>>,
 }
 
 impl SandboxBackend {
@@ -60,7 +65,7 @@ impl SandboxBackend {
         }
         let envs = home.join("envs");
         std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
-        Ok(SandboxBackend { home: home.to_path_buf() })
+        Ok(SandboxBackend { home: home.to_path_buf(), images: Mutex::new(HashMap::new()) })
     }
 }
 
@@ -78,18 +83,47 @@ impl Backend for SandboxBackend {
         "sandbox"
     }
 
-    fn cannot_provide(&self, gpus: u32, qemu: bool) -> Option<String> {
-        if gpus > 0 {
-            return Some("gpus: the sandbox backend has no GPU".into());
+    fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
+        let mut unmet = Vec::new();
+        if needs.gpus > 0 {
+            unmet.push(Unmet { need: "gpus", why: "the sandbox backend has no GPU".into() });
         }
-        if qemu {
-            return Some("qemu: the sandbox backend does not boot virtual machines".into());
+        if needs.qemu {
+            unmet.push(Unmet {
+                need: "qemu",
+                why: "the sandbox backend does not boot virtual machines".into(),
+            });
         }
-        None
+        unmet
+    }
+
+    fn prepare_images(
+        &self,
+        names: &[&str],
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<PreparedImage>, EnvError> {
+        let mut prepared = Vec::new();
+        for name in names {
+            let img = image::ensure(name, None, progress)?;
+            self.images.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), img.root);
+            prepared.push(PreparedImage { name: name.to_string(), digest: img.digest });
+        }
+        Ok(prepared)
+    }
+
+    fn sweep(&self) -> Result<SweepReport, EnvError> {
+        sweep(&self.home)
     }
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
-        Ok(Box::new(SandboxEnv::create(&self.home, spec)?))
+        let image_root = self
+            .images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&spec.image)
+            .cloned()
+            .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
+        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec)?))
     }
 }
 
@@ -110,9 +144,9 @@ pub struct SandboxEnv {
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl SandboxEnv {
-    fn create(home: &Path, spec: &EnvSpec) -> Result<SandboxEnv, EnvError> {
-        if !spec.image_root.join("usr").is_dir() {
-            return Err(EnvError::NoImage(spec.image_root.clone()));
+    fn create(home: &Path, image_root: &Path, spec: &EnvSpec) -> Result<SandboxEnv, EnvError> {
+        if !image_root.join("usr").is_dir() {
+            return Err(EnvError::NoImage(image_root.to_path_buf()));
         }
         let me = sweep::Owner::current();
         let id = format!("{}-{}-{}", me.pid, me.start_time, COUNTER.fetch_add(1, Ordering::Relaxed));
@@ -129,7 +163,7 @@ impl SandboxEnv {
         };
         let mut env = SandboxEnv {
             id,
-            image_root: spec.image_root.clone(),
+            image_root: image_root.to_path_buf(),
             dir,
             limits: cgroup.limits,
             cgroup,
@@ -142,7 +176,7 @@ impl SandboxEnv {
         env.check_limits(spec.allow_unlimited)?;
         env.make_disk(spec.disk_mb)?;
         let (disk, merged) = (env.dir.join("disk"), env.dir.join("root"));
-        let keeper = keeper::Keeper::start(&env.dir.join("disk.img"), &disk, &spec.image_root, &merged)?;
+        let keeper = keeper::Keeper::start(&env.dir.join("disk.img"), &disk, image_root, &merged)?;
         env.root = Some(
             RootFs::open(&keeper.root_path)
                 .map_err(|e| EnvError::io(format!("open {}", keeper.root_path.display()), e))?,

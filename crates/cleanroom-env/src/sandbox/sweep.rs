@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::backend::SweepReport;
 use crate::error::EnvError;
 use crate::sandbox::cgroup;
 
@@ -44,12 +45,6 @@ impl Owner {
     fn is_alive(&self) -> bool {
         start_time_of(self.pid) == Some(self.start_time)
     }
-}
-
-#[derive(Debug, Default)]
-pub struct SweepReport {
-    /// Environments of dead runs that were removed.
-    pub environments: Vec<String>,
 }
 
 /// Removes every environment under `<home>/envs` whose owner is dead, and
