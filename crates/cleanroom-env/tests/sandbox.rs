@@ -103,10 +103,17 @@ fn ending_a_phase_kills_detached_processes() {
     let marker = format!("cleanroom-detached-{}", std::process::id());
     let (status, _) = sh(
         env.as_ref(),
-        &format!("setsid nohup bash -c 'exec -a {marker} sleep 1000' >/dev/null 2>&1 & disown; (exec -a {marker} sleep 1000 &) ; exit 0"),
+        &format!(
+            "setsid nohup bash -c 'exec -a {marker} sleep 1000' >/dev/null 2>&1 & disown; \
+             (exec -a {marker} sleep 1000 &); \
+             (exec -a {marker} sleep 1000 & kill -STOP $!); \
+             perl -e 'fork and exit; $0 = shift; $SIG{{$_}} = \"IGNORE\" for keys %SIG; sleep 1000' {marker}; exit 0"
+        ),
     );
     assert!(status.success());
-    assert!(!host_processes_with(&marker).is_empty(), "the detached processes should run");
+    // setsid, double-forked, stopped, and one that ignores every signal.
+    let running = host_processes_with(&marker);
+    assert!(running.len() >= 4, "the detached processes should run: {running:?}");
     env.end_phase().unwrap();
     assert!(host_processes_with(&marker).is_empty(), "detached processes outlived the phase");
     env.destroy().unwrap();
