@@ -185,7 +185,11 @@ impl<'a> Pipeline<'a> {
                 steps.push(result);
                 continue;
             }
-            if let Err(why) = self.clean(root, &step.clean, log) {
+            if let Err(why) = self.clean(root, &step.clean, cancel, log) {
+                if cancel.is_cancelled() {
+                    log.line("-- cancelled");
+                    return Err(EnvError::Phase("verification cancelled".into()));
+                }
                 log.line(format_args!("-- failed: clean: {why}"));
                 result.status = StepStatus::Failed;
                 steps.push(result);
@@ -224,12 +228,20 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Removes a step's `clean` globs under `artifact.dest`, from the host.
-    fn clean(&self, root: &RootFs, clean: &[String], log: &mut Log<'_>) -> Result<(), String> {
+    /// A tree too large or too deep to clean within the bounds of host-side
+    /// work fails the step (the agent made it so).
+    fn clean(
+        &self,
+        root: &RootFs,
+        clean: &[String],
+        cancel: &CancelToken,
+        log: &mut Log<'_>,
+    ) -> Result<(), String> {
         if clean.is_empty() {
             return Ok(());
         }
         let globs = Globs::new(clean)?;
-        let removed = root.remove_matching(self.artifact_dest, &globs).map_err(|e| e.to_string())?;
+        let removed = root.remove_matching(self.artifact_dest, &globs, cancel).map_err(|e| e.to_string())?;
         for path in removed.iter().take(LOGGED_REMOVALS) {
             log.line(format_args!("clean: removed {path}"));
         }

@@ -43,7 +43,7 @@ struct FakeEnv {
 }
 
 impl Environment for FakeEnv {
-    fn diff(&self) -> Result<cleanroom_env::EnvDiff, EnvError> {
+    fn diff(&self, _: &CancelToken) -> Result<cleanroom_env::EnvDiff, EnvError> {
         Ok(cleanroom_env::EnvDiff::default())
     }
 
@@ -432,6 +432,24 @@ fn clean_never_follows_a_linked_artifact() {
     assert!(verdict.unwrap().passed);
     assert!(log.contains("clean: nothing to remove"), "{log}");
     assert!(outside.path().join("results/keep").exists());
+}
+
+#[test]
+fn a_tree_too_deep_to_clean_fails_the_step_not_the_harness() {
+    let mut f = fixture(Box::new(|_, _| Ok(exited(0, 1, ""))));
+    let mut deep = f.env.root.host_path().join("workspace/artifact/results");
+    for _ in 0..cleanroom_env::MAX_DEPTH + 5 {
+        deep = deep.join("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let mut s = step("experiment", Stage::Run, "x");
+    s.clean = vec!["results".into()];
+    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert_eq!(verdict.steps[0].status, StepStatus::Failed);
+    assert!(log.contains("-- failed: clean: /workspace/artifact: more than 128 directory levels\n"), "{log}");
+    assert!(f.requests().is_empty(), "the step did not run");
 }
 
 #[test]
