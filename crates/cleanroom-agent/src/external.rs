@@ -330,7 +330,7 @@ pub(crate) fn run(
     // The agent's scaffolding goes; what the agent itself did stays.
     if let Some(dir) = private.strip_prefix("/tmp/") {
         if let Ok(globs) = Globs::new(&[dir.to_string()]) {
-            let _ = root.remove_matching("/tmp", &globs);
+            let _ = root.remove_matching("/tmp", &globs, cancel);
         }
     }
     let totals = gateway.totals();

@@ -167,6 +167,35 @@ fn the_built_in_agent_deploys_with_a_session_that_remembers() {
     assert_no_key(&out);
 }
 
+/// A model that wipes /tmp, the session's state with it: the session
+/// makes its state again, and the trial ends on its merits, never as an
+/// infrastructure error. What the session's shell writes is the harness's
+/// and stays out of env-diff.txt.
+#[test]
+fn the_built_in_agent_survives_a_wiped_tmp() {
+    let out = temp_out("llm-wipe");
+    let script = vec![
+        calls(vec![tool_call("a", "bash", json!({"command": "rm -rf /tmp/.cleanroom-* /tmp/*"}))], 10, 5),
+        calls(
+            vec![tool_call("b", "bash", json!({"command": format!("{CONFIGURE} && echo still-here")}))],
+            10,
+            5,
+        ),
+        calls(vec![tool_call("c", "finish", json!({"summary": "configured"}))], 10, 5),
+    ];
+    let model = scripted_model::start(KEY, HashMap::from([("wipe".to_string(), script)]));
+    let cfg = config(&out, &model.base_url, &["wipe"], "");
+    let (output, run_dir) = run(&cfg, &out, &["--agent", "llm:wipe"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let dir = trial_dir(&run_dir, "llm-wipe");
+    let result = json_file(dir.join("result.json"));
+    assert_eq!(result["outcome"], "passed", "{result}");
+    let seen = observations(&json_file(dir.join("trajectory.json")));
+    assert!(seen.iter().any(|o| o.contains("still-here")), "{seen:?}");
+    let diff = read(dir.join("env-diff.txt"));
+    assert!(!diff.contains(".cleanroom-shell"), "{diff}");
+}
+
 #[test]
 fn the_enforced_gate_refuses_until_the_experiment_succeeds() {
     let out = temp_out("llm-gate");

@@ -783,3 +783,132 @@ fn report_reads_every_run_of_the_index() {
     let none = cleanroom().args(["report", "--runs-dir"]).arg(&empty).output().unwrap();
     assert_eq!(none.status.code(), Some(2), "{}", text(&none));
 }
+
+/// `cleanroom run ARGS --out OUT`, with the peak resident memory of the
+/// cleanroom process (KiB, from the kernel's accounting of the child).
+fn run_measured(out: &Path, args: &[&str]) -> (std::process::ExitStatus, PathBuf, i64) {
+    // Reaped by wait4 below, which also gives its resource usage.
+    #[allow(clippy::zombie_processes)]
+    let child = cleanroom()
+        .arg("run")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: rusage is plain old data, filled by the kernel.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child, with valid pointers.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let status = std::os::unix::process::ExitStatusExt::from_raw(status);
+    (status, only_run_dir(out), usage.ru_maxrss)
+}
+
+/// The class task with room for a big tree: 512 MB of disk, two minutes.
+fn make_roomy_task(root: &Path, id: &str) {
+    make_class_task(root, id, "");
+    let toml = root.join(id).join("task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace("disk_mb = 64", "disk_mb = 512").replace("timeout_sec = 15", "timeout_sec = 120"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn what_an_agent_leaves_is_judged_within_bounds_and_never_an_infra_error() {
+    let out = temp_out("bounds");
+    let tasks = out.join("tasks");
+    make_roomy_task(&tasks, "count");
+    let agents = [
+        // A 15 TiB sparse file for a protected one, and more elsewhere.
+        script(
+            &out,
+            "sparse.sh",
+            "truncate -s 15T /workspace/artifact/data/input.txt /workspace/artifact/huge.bin /tmp/huge.bin",
+        ),
+        // Chains of directories far deeper than PATH_MAX.
+        script(
+            &out,
+            "deep.sh",
+            "perl -e 'for my $top (\"/workspace/artifact\", \"/tmp\") { chdir $top or die; \
+             for (1..2100) { mkdir \"dd\" or die $!; chdir \"dd\" or die $! } }'",
+        ),
+        // A machine the verifier cannot run on: no bash.
+        script(&out, "breaks.sh", "touch /opt/deployed; rm -f /usr/bin/bash"),
+    ];
+    let mut args = vec!["--tasks", tasks.to_str().unwrap(), "--jobs", "2"];
+    for a in &agents {
+        args.extend(["--agent", a.as_str()]);
+    }
+    let started = Instant::now();
+    let (output, run_dir) = run(&out.join("runs"), &args);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(started.elapsed() < Duration::from_secs(180), "{:?}", started.elapsed());
+    let results = results(&run_dir);
+    let get =
+        |agent: &str| results.iter().find(|r| r["agent_id"] == agent).unwrap_or_else(|| panic!("{agent}"));
+    for r in &results {
+        assert_eq!(r["outcome"], "failed", "{r}");
+        assert!(r["timings"]["verify"].as_f64().unwrap() < 30.0, "{r}");
+    }
+    let sparse = get("script-sparse-sh");
+    assert_eq!(sparse["class"], "tampered", "{sparse}");
+    assert_eq!(sparse["tampered"], serde_json::json!(["data/input.txt"]));
+    let changes = trial_file(&run_dir, sparse, "changes.txt");
+    assert!(changes.contains("M data/input.txt\n") && changes.contains("A huge.bin\n"), "{changes}");
+    assert!(trial_file(&run_dir, sparse, "env-diff.txt").contains("\nA /tmp/huge.bin\n"));
+
+    let deep = get("script-deep-sh");
+    assert_eq!(deep["class"], "self_stop", "{deep}");
+    for name in ["changes.txt", "env-diff.txt"] {
+        let listing = trial_file(&run_dir, deep, name);
+        assert!(listing.contains("# incomplete: more than 128 directory levels\n"), "{name}: {listing}");
+    }
+    let breaks = get("script-breaks-sh");
+    assert_eq!(breaks["class"], "self_stop", "{breaks}");
+    assert_eq!(breaks["verdict"]["steps"][0]["exit_code"], 127, "{breaks}");
+}
+
+#[test]
+fn hard_links_to_long_links_keep_the_harness_small() {
+    let out = temp_out("hardlinks");
+    let tasks = out.join("tasks");
+    make_roomy_task(&tasks, "count");
+    // 128,000 hard links to links with a 4,000-byte target (two of them: ext4
+    // allows 65,000 links to one inode), in directories 3,500 bytes deep, in
+    // the artifact and in /tmp: listed in full, about 2 GB of paths and
+    // targets.
+    let agent = script(
+        &out,
+        "links.sh",
+        "perl -e 'for my $top (\"/workspace/artifact/links\", \"/tmp/links\") { my $d = $top; mkdir $d or die $!; \
+         for (1..14) { $d .= \"/\" . (\"n\" x 250); mkdir $d or die $! } \
+         for (0, 1) { symlink(\"t\" x 4000, \"$d/l$_\") or die $! } \
+         for my $i (1..128000) { link(\"$d/l\" . $i % 2, \"$d/\" . (\"h\" x 200) . $i) or die \"link $i: $!\" } }'",
+    );
+    let started = Instant::now();
+    let (status, run_dir, max_rss_kib) =
+        run_measured(&out.join("runs"), &["--tasks", tasks.to_str().unwrap(), "--agent", &agent]);
+    assert!(status.success());
+    assert!(started.elapsed() < Duration::from_secs(240), "{:?}", started.elapsed());
+    let results = results(&run_dir);
+    let r = &results[0];
+    assert_eq!((&r["outcome"], &r["class"]), (&Value::from("failed"), &Value::from("self_stop")), "{r}");
+    assert!(trial_file(&run_dir, r, "agent.log").is_empty(), "the links were all made");
+    assert!(max_rss_kib < 300 * 1024, "the harness peaked at {max_rss_kib} KiB");
+    for name in ["changes.txt", "env-diff.txt"] {
+        let listing = trial_file(&run_dir, r, name);
+        assert!(listing.len() < (1 << 20) + 4096, "{name}: {} bytes", listing.len());
+        assert!(
+            listing.contains("# incomplete: more than "),
+            "{name}: {}",
+            &listing[..200.min(listing.len())]
+        );
+    }
+}

@@ -168,12 +168,13 @@ impl PathChangeKind {
     }
 }
 
-/// Every change since the environment was made; `truncated` when the
-/// listing was cut short.
+/// Every change since the environment was made, by path.
 #[derive(Debug, Clone, Default)]
 pub struct EnvDiff {
     pub changes: Vec<PathChange>,
-    pub truncated: bool,
+    /// Why the listing stopped before its end, if it did ("more than 128
+    /// directory levels"): changes may be missing.
+    pub incomplete: Option<String>,
 }
 
 /// What a task needs of the machine it runs on, beyond cpus, memory and
@@ -274,9 +275,13 @@ pub trait Environment: Send + Sync {
     /// this returns only once none is left.
     fn end_phase(&mut self) -> Result<(), EnvError>;
 
-    /// What differs from the base image, for the record (env-diff.txt).
-    /// Call between phases, when nothing runs.
-    fn diff(&self) -> Result<EnvDiff, EnvError>;
+    /// What differs from the base image, for the record (env-diff.txt),
+    /// less exactly the paths the harness made (see [`RootFs::claim`]).
+    /// Call between phases, when nothing runs. Nothing in the environment
+    /// makes this fail or run unbounded: the listing stops at the bounds of
+    /// host-side work (entries, depth, bytes, time), with the reason in
+    /// `incomplete`. Errors are the backend's own, or `cancel` firing.
+    fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError>;
 
     /// Kills everything, unmounts, removes every trace on the host.
     fn destroy(self: Box<Self>) -> Result<(), EnvError>;

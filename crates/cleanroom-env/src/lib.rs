@@ -2,6 +2,7 @@
 //! the hidden verifier run. See `backend.rs` for the interface.
 
 mod backend;
+mod bounds;
 mod cancel;
 mod error;
 pub mod image;
@@ -15,8 +16,9 @@ pub use backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
     Limits, Needs, Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
+pub use bounds::{Cancelled, WalkLimits, MAX_DEPTH, MAX_ENTRIES, MAX_NAME_BYTES, MAX_TIME};
 pub use cancel::CancelToken;
 pub use error::EnvError;
 pub use output::Captured;
 pub use registry::{open_backend, BACKENDS};
-pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs, MAX_DEPTH, MAX_ENTRIES};
+pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs};

@@ -24,12 +24,18 @@
 //!   `unlinkat` and `symlinkat` relative to directory fds, so a rename or a
 //!   link swapped in between two calls makes a call fail instead of leading
 //!   out of the root.
-//! - Walks are bounded: at most [`MAX_ENTRIES`] entries and [`MAX_DEPTH`]
-//!   levels (one open fd per level).
+//! - Walks are bounded (see `bounds.rs`): entries, directory levels (one
+//!   open fd per level), bytes of names kept, time, and the cancel token.
+//!   Manifests and the tamper check's survey are in `rootfs/manifest.rs`.
 //!
 //! Entries the harness creates take the owner of the environment's root
 //! directory, so that root inside the environment owns them even when the
-//! backend maps users.
+//! backend maps users. The harness also remembers each path it made (and
+//! the paths its own scripts in the environment make, see
+//! [`RootFs::claim`]), so that the environment's diff can leave out exactly
+//! those and nothing else.
+
+mod manifest;
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
@@ -39,13 +45,12 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use sha2::{Digest, Sha256};
+use crate::bounds::{Budget, Stop, WalkLimits};
+use crate::cancel::CancelToken;
 
-/// Most entries a manifest or a removal walk visits.
-pub const MAX_ENTRIES: usize = 1_000_000;
-/// Most directory levels below the starting directory that a walk enters.
-pub const MAX_DEPTH: usize = 128;
+pub use manifest::{Entry, EntryKind, Manifest};
 
 /// An environment's root directory, opened once; every access goes through
 /// its fd.
@@ -54,6 +59,9 @@ pub struct RootFs {
     dir: OwnedFd,
     host_path: PathBuf,
     owner: (u32, u32),
+    /// Every path the harness made (absolute inside the environment), with
+    /// the kind it made there.
+    made: Mutex<BTreeMap<String, EntryKind>>,
 }
 
 /// Why [`RootFs::read_regular`] returned no bytes.
@@ -69,40 +77,6 @@ pub enum ReadError {
     TooLarge { size: u64 },
     #[error("{0}")]
     Io(io::Error),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EntryKind {
-    File,
-    Dir,
-    Symlink,
-    /// FIFO, socket or device node.
-    Other,
-}
-
-/// One entry of a [`Manifest`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Entry {
-    pub kind: EntryKind,
-    /// Permission bits (`mode & 0o7777`).
-    pub mode: u32,
-    /// Bytes of a file, of a link's target; 0 for anything else.
-    pub size: u64,
-    /// Lowercase hex SHA-256 of a file's bytes.
-    pub sha256: Option<String>,
-    /// A symbolic link's target, as stored (not resolved).
-    pub link_target: Option<String>,
-}
-
-/// Every entry of a tree, by path relative to the tree's top ('/'-separated,
-/// no leading slash), walked without following links.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Manifest {
-    pub entries: BTreeMap<String, Entry>,
-    /// The walk stopped at [`MAX_ENTRIES`] or did not enter directories below
-    /// [`MAX_DEPTH`]: entries may be missing.
-    pub truncated: bool,
 }
 
 /// The task format's globs (`*` within one path segment, `**` across
@@ -163,22 +137,14 @@ impl Globs {
     }
 }
 
-impl Manifest {
-    /// The manifest of a host directory (the harness's own copy of an
-    /// artifact), by the same walk as [`RootFs::manifest`].
-    pub fn of_host_dir(path: &Path) -> io::Result<Manifest> {
-        let fd = open_host_dir(path)?;
-        walk_manifest(fd).map_err(|e| context(e, &path.display().to_string()))
-    }
-}
-
 impl RootFs {
     /// Opens the root directory of an environment at a host path that the
     /// harness controls.
     pub fn open(host_path: &Path) -> io::Result<RootFs> {
         let dir = open_host_dir(host_path)?;
         let st = fstat(dir.as_fd())?;
-        let root = RootFs { dir, host_path: host_path.to_path_buf(), owner: (st.st_uid, st.st_gid) };
+        let owner = (st.st_uid, st.st_gid);
+        let root = RootFs { dir, host_path: host_path.to_path_buf(), owner, made: Mutex::default() };
         match root.open_beneath(c".", libc::O_PATH) {
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -191,6 +157,23 @@ impl RootFs {
 
     pub fn host_path(&self) -> &Path {
         &self.host_path
+    }
+
+    /// Records that a process of the harness's own in the environment (a
+    /// session's shell wrapper, say) makes `path`, of `kind`: the
+    /// environment's diff then leaves it out, as it does what the harness
+    /// made from the host.
+    pub fn claim(&self, path: &str, kind: EntryKind) {
+        if let Ok(comps) = components(path) {
+            let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+            made.insert(format!("/{}", comps.join("/")), kind);
+        }
+    }
+
+    /// Every path the harness made or claimed, absolute inside the
+    /// environment, with the kind it made there.
+    pub fn made_by_harness(&self) -> BTreeMap<String, EntryKind> {
+        self.made.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// `mkdir -p` inside the environment; new directories get `mode`.
@@ -209,6 +192,7 @@ impl RootFs {
         let rel = rel_cstring(path)?;
         let fd = self.open_in_root(&rel, WRITE_FLAGS, mode & 0o7777)?;
         let mut file = self.finish_created_file(fd, mode)?;
+        self.claim(path, EntryKind::File);
         file.write_all(bytes)
     }
 
@@ -265,7 +249,7 @@ impl RootFs {
             let ft = meta.file_type();
             if ft.is_dir() {
                 match mkdirat(dfd, &cname, 0o700) {
-                    Ok(()) => {}
+                    Ok(()) => self.claim(&env_path, EntryKind::Dir),
                     Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                     Err(e) => return Err(env_ctx(e)),
                 }
@@ -285,6 +269,7 @@ impl RootFs {
                 }
                 .map_err(env_ctx)?;
                 let mut out = self.finish_created_file(fd, meta.mode()).map_err(env_ctx)?;
+                self.claim(&env_path, EntryKind::File);
                 io::copy(&mut input, &mut out).map_err(env_ctx)?;
             } else if ft.is_symlink() {
                 let target = std::fs::read_link(&host).map_err(|e| host_ctx(e, &host))?;
@@ -302,6 +287,7 @@ impl RootFs {
                 }
                 .map_err(env_ctx)?;
                 self.chown_at(dfd, &cname).map_err(env_ctx)?;
+                self.claim(&env_path, EntryKind::Symlink);
             } else {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -334,23 +320,11 @@ impl RootFs {
         Ok(bytes)
     }
 
-    /// The manifest of the tree under `dir`, walked without following links.
-    /// A `dir` that is missing, not a directory or reached through a link
-    /// has an empty manifest (nothing is under it).
-    pub fn manifest(&self, dir: &str) -> io::Result<Manifest> {
-        let rel = rel_cstring(dir)?;
-        match self.open_beneath(&rel, DIR_FLAGS) {
-            Ok(fd) => walk_manifest(fd).map_err(|e| context(e, dir)),
-            Err(e) if is_absent(&e) => Ok(Manifest::default()),
-            Err(e) => Err(context(e, dir)),
-        }
-    }
-
     /// Removes every path under `dir` whose relative path matches `globs`
     /// (a matching directory with all it holds), without following a link and
     /// never leaving the root. Returns the relative paths removed. A `dir`
     /// that is missing or reached through a link holds nothing to remove.
-    pub fn remove_matching(&self, dir: &str, globs: &Globs) -> io::Result<Vec<String>> {
+    pub fn remove_matching(&self, dir: &str, globs: &Globs, cancel: &CancelToken) -> io::Result<Vec<String>> {
         let mut removed = Vec::new();
         if globs.is_empty() {
             return Ok(removed);
@@ -361,8 +335,19 @@ impl RootFs {
             Err(e) if is_absent(&e) => return Ok(removed),
             Err(e) => return Err(context(e, dir)),
         };
-        let mut visited = 0usize;
-        let mut stack = vec![Frame::new(top, String::new())?];
+        let mut budget = Budget::new(WalkLimits::default(), Some(cancel));
+        self.remove_below(top, globs, &mut budget, &mut removed).map_err(|stop| context(stop.into(), dir))?;
+        Ok(removed)
+    }
+
+    fn remove_below(
+        &self,
+        top: OwnedFd,
+        globs: &Globs,
+        budget: &mut Budget<'_>,
+        removed: &mut Vec<String>,
+    ) -> Result<(), Stop> {
+        let mut stack = vec![Frame::new(top, String::new(), budget)?];
         loop {
             let depth = stack.len();
             let Some(frame) = stack.last_mut() else { break };
@@ -370,34 +355,32 @@ impl RootFs {
                 stack.pop();
                 continue;
             };
-            visited += 1;
-            if visited > MAX_ENTRIES {
-                return Err(context(too_many(), dir));
-            }
+            budget.visit()?;
             let rel = frame.child_rel(&name);
             let st = match fstatat_nofollow(frame.fd.as_fd(), &name) {
                 Ok(st) => st,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-                Err(e) => return Err(context(e, &rel)),
+                Err(e) => return Err(incomplete(e, &rel)),
             };
             let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
             if globs.is_match(&rel) {
-                remove_entry(frame.fd.as_fd(), &name, is_dir, 0).map_err(|e| context(e, &rel))?;
+                remove_entry(frame.fd.as_fd(), &name, is_dir, 0, budget)?;
+                budget.keep(rel.len())?;
                 removed.push(rel);
             } else if is_dir && globs.may_match_below(&rel) {
-                if depth > MAX_DEPTH {
-                    return Err(context(too_deep(), &rel));
+                if depth > budget.max_depth() {
+                    return Err(budget.too_deep());
                 }
                 let fd = match openat(frame.fd.as_fd(), &name, DIR_FLAGS, 0) {
                     Ok(fd) => fd,
                     Err(e) if is_absent(&e) => continue,
-                    Err(e) => return Err(context(e, &rel)),
+                    Err(e) => return Err(incomplete(e, &rel)),
                 };
-                let child = Frame::new(fd, rel)?;
+                let child = Frame::new(fd, rel, budget)?;
                 stack.push(child);
             }
         }
-        Ok(removed)
+        Ok(())
     }
 
     /// Whether `path` is a directory, resolved without following any link.
@@ -452,6 +435,7 @@ impl RootFs {
             match mkdirat(cur.as_fd(), &name, 0o700) {
                 Ok(()) => {
                     let fd = openat(cur.as_fd(), &name, DIR_FLAGS, 0)?;
+                    self.claim(&format!("/{}", comps[..=i].join("/")), EntryKind::Dir);
                     self.chown_fd(fd.as_fd())?;
                     fchmod(fd.as_fd(), mode)?;
                     cur = fd;
@@ -506,29 +490,34 @@ impl RootFs {
     }
 }
 
-const DIR_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+pub(crate) const DIR_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
 const WRITE_FLAGS: libc::c_int =
     libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
 const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
 
 /// One directory being walked: its fd and its entries' names, sorted.
-struct Frame {
-    fd: OwnedFd,
+pub(crate) struct Frame {
+    pub fd: OwnedFd,
     rel: String,
     names: std::vec::IntoIter<CString>,
 }
 
 impl Frame {
-    fn new(fd: OwnedFd, rel: String) -> io::Result<Frame> {
-        let names = list_dir(fd.as_fd(), MAX_ENTRIES + 1)?;
-        Ok(Frame { fd, rel, names: names.into_iter() })
+    /// Lists the directory `fd` (at `rel`), within what `budget` has room for.
+    pub fn new(fd: OwnedFd, rel: String, budget: &Budget<'_>) -> Result<Frame, Stop> {
+        let (max_names, max_bytes) = budget.listing_room();
+        match list_dir(fd.as_fd(), max_names, max_bytes) {
+            Ok(Some(names)) => Ok(Frame { fd, rel, names: names.into_iter() }),
+            Ok(None) => Err(budget.listing_too_large()),
+            Err(e) => Err(incomplete(e, if rel.is_empty() { "." } else { &rel })),
+        }
     }
 
-    fn next_name(&mut self) -> Option<CString> {
+    pub fn next_name(&mut self) -> Option<CString> {
         self.names.next()
     }
 
-    fn child_rel(&self, name: &CStr) -> String {
+    pub fn child_rel(&self, name: &CStr) -> String {
         let name = String::from_utf8_lossy(name.to_bytes());
         if self.rel.is_empty() {
             name.into_owned()
@@ -538,143 +527,58 @@ impl Frame {
     }
 }
 
-fn walk_manifest(top: OwnedFd) -> io::Result<Manifest> {
-    let mut manifest = Manifest::default();
-    let mut stack = vec![Frame::new(top, String::new())?];
-    loop {
-        let depth = stack.len();
-        let Some(frame) = stack.last_mut() else { break };
-        let Some(name) = frame.next_name() else {
-            stack.pop();
-            continue;
-        };
-        if manifest.entries.len() >= MAX_ENTRIES {
-            manifest.truncated = true;
-            break;
-        }
-        let rel = frame.child_rel(&name);
-        let st = match fstatat_nofollow(frame.fd.as_fd(), &name) {
-            Ok(st) => st,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-            Err(e) => return Err(context(e, &rel)),
-        };
-        let mode = st.st_mode & 0o7777;
-        let entry = match st.st_mode & libc::S_IFMT {
-            libc::S_IFREG => {
-                let (size, sha) = match hash_file(frame.fd.as_fd(), &name, &st) {
-                    Ok(v) => v,
-                    Err(e) if is_absent(&e) => continue,
-                    Err(e) => return Err(context(e, &rel)),
-                };
-                Entry { kind: EntryKind::File, mode, size, sha256: Some(sha), link_target: None }
-            }
-            libc::S_IFLNK => {
-                let target = match readlinkat(frame.fd.as_fd(), &name) {
-                    Ok(t) => t,
-                    Err(e) if is_absent(&e) => continue,
-                    Err(e) => return Err(context(e, &rel)),
-                };
-                Entry {
-                    kind: EntryKind::Symlink,
-                    mode,
-                    size: target.len() as u64,
-                    sha256: None,
-                    link_target: Some(String::from_utf8_lossy(&target).into_owned()),
-                }
-            }
-            libc::S_IFDIR => {
-                if depth > MAX_DEPTH {
-                    manifest.truncated = true;
-                } else {
-                    match openat(frame.fd.as_fd(), &name, DIR_FLAGS, 0) {
-                        Ok(fd) => {
-                            let child = Frame::new(fd, rel.clone()).map_err(|e| context(e, &rel))?;
-                            stack.push(child);
-                        }
-                        Err(e) if is_absent(&e) => continue,
-                        Err(e) => return Err(context(e, &rel)),
-                    }
-                }
-                Entry { kind: EntryKind::Dir, mode, size: 0, sha256: None, link_target: None }
-            }
-            _ => Entry { kind: EntryKind::Other, mode, size: 0, sha256: None, link_target: None },
-        };
-        manifest.entries.insert(rel, entry);
-    }
-    Ok(manifest)
-}
-
-/// Size and SHA-256 of the regular file `name` in `dfd`, streamed. The file
-/// must still be the one that `expected` describes.
-fn hash_file(dfd: BorrowedFd<'_>, name: &CStr, expected: &libc::stat) -> io::Result<(u64, String)> {
-    let fd = openat(dfd, name, READ_FLAGS, 0)?;
-    let st = fstat(fd.as_fd())?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG
-        || (st.st_dev, st.st_ino) != (expected.st_dev, expected.st_ino)
-    {
-        return Err(io::Error::other("changed while being read"));
-    }
-    let mut file = File::from(fd);
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut size = 0u64;
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        hasher.update(&buf[..n]);
-        size += n as u64;
-    }
-    let digest = hasher.finalize();
-    let mut hex = String::with_capacity(64);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    Ok((size, hex))
-}
-
-/// Removes `name` in `dfd`: a directory with everything in it.
-fn remove_entry(dfd: BorrowedFd<'_>, name: &CStr, is_dir: bool, depth: usize) -> io::Result<()> {
+/// Removes `name` in `dfd`: a directory with everything in it, each entry
+/// charged to `budget`.
+fn remove_entry(
+    dfd: BorrowedFd<'_>,
+    name: &CStr,
+    is_dir: bool,
+    depth: usize,
+    budget: &mut Budget<'_>,
+) -> Result<(), Stop> {
+    let at = |e: io::Error| incomplete(e, &String::from_utf8_lossy(name.to_bytes()));
     if !is_dir {
         return match unlinkat(dfd, name, 0) {
-            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => remove_entry(dfd, name, true, depth),
+            Err(e) if e.raw_os_error() == Some(libc::EISDIR) => remove_entry(dfd, name, true, depth, budget),
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
-            other => other,
+            other => other.map_err(at),
         };
     }
-    if depth > MAX_DEPTH {
-        return Err(too_deep());
+    if depth > budget.max_depth() {
+        return Err(budget.too_deep());
     }
     let fd = match openat(dfd, name, DIR_FLAGS, 0) {
         Ok(fd) => fd,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         // Swapped for a link or a file meanwhile: unlinking never follows it.
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP)) => {
-            return remove_entry(dfd, name, false, depth);
+            return remove_entry(dfd, name, false, depth, budget);
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(at(e)),
     };
     // Something running may keep adding entries: a few passes, then give up.
     for _ in 0..3 {
-        for child in list_dir(fd.as_fd(), MAX_ENTRIES)? {
+        let (max_names, max_bytes) = budget.listing_room();
+        let Some(children) = list_dir(fd.as_fd(), max_names, max_bytes).map_err(at)? else {
+            return Err(budget.listing_too_large());
+        };
+        for child in children {
+            budget.visit()?;
             let st = match fstatat_nofollow(fd.as_fd(), &child) {
                 Ok(st) => st,
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(at(e)),
             };
             let child_is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-            remove_entry(fd.as_fd(), &child, child_is_dir, depth + 1)?;
+            remove_entry(fd.as_fd(), &child, child_is_dir, depth + 1, budget)?;
         }
         match unlinkat(dfd, name, libc::AT_REMOVEDIR) {
             Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => continue,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
-            other => return other,
+            other => return other.map_err(at),
         }
     }
-    Err(io::Error::other("directory keeps filling up"))
+    Err(Stop::Incomplete(format!("{}: directory keeps filling up", String::from_utf8_lossy(name.to_bytes()))))
 }
 
 /// Reopens an `O_PATH` fd of a regular file for reading, through the
@@ -705,7 +609,7 @@ fn classify_read_error(e: io::Error) -> ReadError {
 }
 
 /// Not there, for a walk: gone, not a directory, or reached through a link.
-fn is_absent(e: &io::Error) -> bool {
+pub(crate) fn is_absent(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::EXDEV))
 }
 
@@ -735,7 +639,7 @@ fn rel_cstring(path: &str) -> io::Result<CString> {
     CString::new(rel).map_err(|_| nul_error())
 }
 
-fn open_host_dir(path: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_host_dir(path: &Path) -> io::Result<OwnedFd> {
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| nul_error())?;
     // SAFETY: NUL-terminated path; the result is checked.
     let fd = cvt(unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) })
@@ -752,12 +656,9 @@ fn nul_error() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte")
 }
 
-fn too_deep() -> io::Error {
-    io::Error::other(format!("more than {MAX_DEPTH} directory levels"))
-}
-
-fn too_many() -> io::Error {
-    io::Error::other(format!("more than {MAX_ENTRIES} entries"))
+/// An error that ends a walk, as the reason it stopped.
+pub(crate) fn incomplete(e: io::Error, at: &str) -> Stop {
+    Stop::Incomplete(format!("{at}: {e}"))
 }
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
@@ -810,7 +711,7 @@ fn openat2(
     }
 }
 
-fn openat(dfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
+pub(crate) fn openat(dfd: BorrowedFd<'_>, name: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
     loop {
         // SAFETY: valid fd and NUL-terminated name.
         let r = unsafe { libc::openat(dfd.as_raw_fd(), name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
@@ -833,7 +734,7 @@ fn fstat(fd: BorrowedFd<'_>) -> io::Result<libc::stat> {
     Ok(st)
 }
 
-fn fstatat_nofollow(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::stat> {
+pub(crate) fn fstatat_nofollow(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<libc::stat> {
     // SAFETY: stat is plain old data, filled by the kernel.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid fd, NUL-terminated name, pointer to a stat buffer.
@@ -872,8 +773,9 @@ fn readlinkat(dfd: BorrowedFd<'_>, name: &CStr) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The names in a directory (without `.` and `..`), sorted; at most `limit`.
-fn list_dir(fd: BorrowedFd<'_>, limit: usize) -> io::Result<Vec<CString>> {
+/// The names in a directory (without `.` and `..`), sorted; None when it
+/// holds more than `max_names` of them or more than `max_bytes` of names.
+fn list_dir(fd: BorrowedFd<'_>, max_names: usize, max_bytes: usize) -> io::Result<Option<Vec<CString>>> {
     // fdopendir takes ownership of its fd, so give it a duplicate; rewind,
     // as the duplicate shares the file offset.
     let dup = fd.try_clone_to_owned()?;
@@ -886,8 +788,9 @@ fn list_dir(fd: BorrowedFd<'_>, limit: usize) -> io::Result<Vec<CString>> {
     // SAFETY: dir is a valid DIR stream until closedir below.
     unsafe { libc::rewinddir(dir) };
     let mut names = Vec::new();
+    let mut bytes = 0usize;
     let result = loop {
-        if names.len() >= limit {
+        if names.len() > max_names || bytes > max_bytes {
             break Ok(());
         }
         // SAFETY: errno is thread-local; clear it to tell end from error.
@@ -901,14 +804,18 @@ fn list_dir(fd: BorrowedFd<'_>, limit: usize) -> io::Result<Vec<CString>> {
         // SAFETY: d_name is NUL-terminated within the entry.
         let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
         if name.to_bytes() != b"." && name.to_bytes() != b".." {
+            bytes += name.to_bytes().len();
             names.push(name.to_owned());
         }
     };
     // SAFETY: dir came from fdopendir and is closed once.
     unsafe { libc::closedir(dir) };
     result?;
+    if names.len() > max_names || bytes > max_bytes {
+        return Ok(None);
+    }
     names.sort();
-    Ok(names)
+    Ok(Some(names))
 }
 
 #[cfg(test)]
@@ -918,10 +825,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A temporary directory removed on drop.
-    struct Temp(PathBuf);
+    pub(super) struct Temp(PathBuf);
 
     impl Temp {
-        fn new() -> Temp {
+        pub(super) fn new() -> Temp {
             static N: AtomicUsize = AtomicUsize::new(0);
             let p = std::env::temp_dir().join(format!(
                 "cleanroom-rootfs-test-{}-{}",
@@ -933,11 +840,11 @@ mod tests {
             Temp(p)
         }
 
-        fn path(&self) -> &Path {
+        pub(super) fn path(&self) -> &Path {
             &self.0
         }
 
-        fn join(&self, rel: &str) -> PathBuf {
+        pub(super) fn join(&self, rel: &str) -> PathBuf {
             self.0.join(rel)
         }
     }
@@ -948,12 +855,12 @@ mod tests {
         }
     }
 
-    fn write(path: &Path, bytes: &[u8]) {
+    pub(super) fn write(path: &Path, bytes: &[u8]) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, bytes).unwrap();
     }
 
-    fn mkfifo(path: &Path) {
+    pub(super) fn mkfifo(path: &Path) {
         let c = CString::new(path.as_os_str().as_bytes()).unwrap();
         // SAFETY: NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
@@ -965,6 +872,10 @@ mod tests {
 
     fn globs(p: &[&str]) -> Globs {
         Globs::new(&p.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap()
+    }
+
+    fn cancel() -> CancelToken {
+        CancelToken::new().unwrap()
     }
 
     #[test]
@@ -1151,10 +1062,12 @@ mod tests {
         assert_eq!(mode_of(&a.join("empty")), 0o700);
         assert_eq!(std::fs::read_link(a.join("link")).unwrap(), Path::new("data/a.csv"));
         let original = Manifest::of_host_dir(&host.join("src")).unwrap();
-        let copied = root.manifest("/workspace/artifact").unwrap();
+        let copied = root
+            .manifest_against("/workspace/artifact", &original, WalkLimits::default(), &cancel())
+            .unwrap();
         assert_eq!(original, copied);
         assert_eq!(copied.entries.len(), 6);
-        assert!(!copied.truncated);
+        assert_eq!(copied.incomplete, None);
     }
 
     #[test]
@@ -1191,48 +1104,6 @@ mod tests {
     }
 
     #[test]
-    fn manifest_records_kinds_without_following_links() {
-        let t = Temp::new();
-        write(&t.join("a/f"), b"abc");
-        symlink("/etc", t.join("a/etc")).unwrap();
-        mkfifo(&t.join("a/fifo"));
-        let root = RootFs::open(t.path()).unwrap();
-        let m = root.manifest("/a").unwrap();
-        let keys: Vec<_> = m.entries.keys().cloned().collect();
-        assert_eq!(keys, ["etc", "f", "fifo"]);
-        let f = &m.entries["f"];
-        assert_eq!(f.kind, EntryKind::File);
-        assert_eq!(f.size, 3);
-        assert_eq!(
-            f.sha256.as_deref(),
-            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        );
-        assert_eq!(m.entries["etc"].kind, EntryKind::Symlink);
-        assert_eq!(m.entries["etc"].link_target.as_deref(), Some("/etc"));
-        assert_eq!(m.entries["fifo"].kind, EntryKind::Other);
-        // The top itself replaced by a link, or gone: nothing under it.
-        symlink("/etc", t.join("b")).unwrap();
-        assert!(root.manifest("/b").unwrap().entries.is_empty());
-        assert!(root.manifest("/c").unwrap().entries.is_empty());
-        let json = serde_json::to_string(&m).unwrap();
-        assert_eq!(serde_json::from_str::<Manifest>(&json).unwrap(), m);
-    }
-
-    #[test]
-    fn manifest_stops_below_the_depth_limit() {
-        let t = Temp::new();
-        let mut p = t.join("top");
-        for _ in 0..MAX_DEPTH + 5 {
-            p = p.join("d");
-        }
-        std::fs::create_dir_all(&p).unwrap();
-        let root = RootFs::open(t.path()).unwrap();
-        let m = root.manifest("/top").unwrap();
-        assert!(m.truncated);
-        assert!(m.entries.len() <= MAX_DEPTH + 2);
-    }
-
-    #[test]
     fn removes_matching_paths_only() {
         let t = Temp::new();
         write(&t.join("art/results/t.csv"), b"old");
@@ -1241,7 +1112,7 @@ mod tests {
         write(&t.join("art/src/deep/b.o"), b"");
         write(&t.join("art/src/a.c"), b"");
         let root = RootFs::open(t.path()).unwrap();
-        let removed = root.remove_matching("/art", &globs(&["results/**", "**/*.o"])).unwrap();
+        let removed = root.remove_matching("/art", &globs(&["results/**", "**/*.o"]), &cancel()).unwrap();
         assert_eq!(removed, ["results/sub", "results/t.csv", "src/a.o", "src/deep/b.o"]);
         assert!(t.join("art/results").is_dir(), "results/** keeps results itself");
         assert!(t.join("art/src/a.c").exists());
@@ -1258,11 +1129,58 @@ mod tests {
         symlink(outside.join("keep"), t.join("art/out")).unwrap();
         symlink(outside.path(), t.join("linked-art")).unwrap();
         let root = RootFs::open(t.path()).unwrap();
-        let removed = root.remove_matching("/art", &globs(&["results/**", "out/**", "out"])).unwrap();
+        let removed =
+            root.remove_matching("/art", &globs(&["results/**", "out/**", "out"]), &cancel()).unwrap();
         assert_eq!(removed, ["out", "results/link"]);
         assert!(std::fs::symlink_metadata(t.join("art/out")).is_err());
-        assert_eq!(root.remove_matching("/linked-art", &globs(&["**"])).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            root.remove_matching("/linked-art", &globs(&["**"]), &cancel()).unwrap(),
+            Vec::<String>::new()
+        );
         assert_eq!(std::fs::read(outside.join("keep/x")).unwrap(), b"keep");
+    }
+
+    #[test]
+    fn removal_is_bounded_and_cancellable() {
+        let t = Temp::new();
+        let mut p = t.join("art/results");
+        for _ in 0..crate::bounds::MAX_DEPTH + 5 {
+            p = p.join("d");
+        }
+        std::fs::create_dir_all(&p).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        let err = root.remove_matching("/art", &globs(&["results"]), &cancel()).unwrap_err();
+        assert!(err.to_string().contains("more than 128 directory levels"), "{err}");
+        let fired = cancel();
+        fired.cancel();
+        let err = root.remove_matching("/art", &globs(&["results"]), &fired).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Interrupted, "{err}");
+    }
+
+    #[test]
+    fn the_harness_remembers_exactly_what_it_made() {
+        let host = Temp::new();
+        sample_tree(&host);
+        let t = Temp::new();
+        std::fs::create_dir(t.join("tmp")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        root.create_dir_all("/tmp/.cleanroom-x/log", 0o755).unwrap();
+        root.write_file("/tmp/.cleanroom-x/run.sh", b"", 0o755).unwrap();
+        root.copy_tree_in(&host.join("src/data"), "/tmp/.cleanroom-x/data").unwrap();
+        root.claim("tmp//.cleanroom-x/./out", EntryKind::File);
+        let made: Vec<String> = root.made_by_harness().iter().map(|(p, k)| format!("{p} {k:?}")).collect();
+        assert_eq!(
+            made,
+            [
+                "/tmp/.cleanroom-x Dir",
+                "/tmp/.cleanroom-x/data Dir",
+                "/tmp/.cleanroom-x/data/a.csv File",
+                "/tmp/.cleanroom-x/log Dir",
+                "/tmp/.cleanroom-x/out File",
+                "/tmp/.cleanroom-x/run.sh File",
+            ],
+            "/tmp was there already"
+        );
     }
 
     #[test]

@@ -315,7 +315,7 @@ fn host_mounts_are_read_only_and_leave_no_trace() {
     env.end_phase().unwrap();
     assert_eq!(std::fs::read_to_string(host_dir.join("bin/tool")).unwrap(), "installed on the host\n");
     assert!(!host_dir.join("new").exists());
-    let diff = env.diff().unwrap();
+    let diff = env.diff(&CancelToken::new().unwrap()).unwrap();
     assert!(diff.changes.is_empty(), "the mount point stayed behind: {:?}", diff.changes);
     env.begin_phase(Network::LoopbackOnly).unwrap();
     let (status, _) = sh(env.as_ref(), "test -e /var/lib/cleanroom-test");
@@ -537,5 +537,93 @@ fn sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase() {
     env.begin_phase(Network::LoopbackOnly).unwrap();
     let (status, out) = sh(env.as_ref(), "echo changed > /w/art/run.sh && mv /w /w.old");
     assert!(status.success(), "{out}");
+    env.destroy().unwrap();
+}
+
+/// The changes of an environment as env-diff lines, from the host.
+fn diff_lines(env: &dyn Environment) -> Vec<String> {
+    let diff = env.diff(&CancelToken::new().unwrap()).unwrap();
+    diff.changes.iter().map(|c| format!("{} {}", c.kind.letter(), c.path)).collect()
+}
+
+/// Removes a host path when dropped.
+struct HostPath(PathBuf);
+
+impl Drop for HostPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn the_diff_tells_nothing_of_the_hosts_paths() {
+    // The image's /var/run is a link to /run. An agent that puts a real
+    // directory there and files in it must not learn, from the diff,
+    // whether the host's /run has the same names.
+    let name = format!("cleanroom-probe-{}", std::process::id());
+    let agent = format!(
+        "rm /var/run && mkdir /var/run && touch /var/run/{name} && mkdir /var/run/{name}-d && touch /var/run/{name}-d/x"
+    );
+    let mut seen = Vec::new();
+    for host_has_them in [false, true] {
+        let _host = host_has_them.then(|| {
+            std::fs::create_dir_all(format!("/run/{name}-d/x")).unwrap();
+            std::fs::write(format!("/run/{name}"), "host").unwrap();
+            (HostPath(format!("/run/{name}").into()), HostPath(format!("/run/{name}-d").into()))
+        });
+        let mut env = env_with(&spec());
+        env.begin_phase(Network::LoopbackOnly).unwrap();
+        let (status, out) = sh(env.as_ref(), &agent);
+        assert!(status.success(), "{out}");
+        env.end_phase().unwrap();
+        seen.push(diff_lines(env.as_ref()));
+        env.destroy().unwrap();
+    }
+    assert_eq!(seen[0], seen[1], "the diff depends on the host's /run");
+    for line in ["A /var/run", &format!("A /var/run/{name}"), &format!("A /var/run/{name}-d/x")] {
+        assert!(seen[0].iter().any(|l| l == line), "{line} not in {:?}", seen[0]);
+    }
+}
+
+#[test]
+fn the_diff_leaves_out_exactly_what_the_harness_made() {
+    let mut env = env_with(&spec());
+    env.root().create_dir_all("/tmp/.cleanroom-agent-1234", 0o700).unwrap();
+    env.root().write_file("/tmp/.cleanroom-agent-1234/agent.sh", b"true\n", 0o755).unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(
+        env.as_ref(),
+        "touch /tmp/.cleanroom-agent-1234/planted && mkdir /tmp/.cleanroom-whatever && touch /tmp/.cleanroom-whatever/hidden",
+    );
+    assert!(status.success(), "{out}");
+    env.end_phase().unwrap();
+    let lines = diff_lines(env.as_ref());
+    let tmp: Vec<&String> = lines.iter().filter(|l| l.contains("/tmp/")).collect();
+    assert_eq!(
+        tmp,
+        [
+            "A /tmp/.cleanroom-agent-1234/planted",
+            "A /tmp/.cleanroom-whatever",
+            "A /tmp/.cleanroom-whatever/hidden"
+        ]
+    );
+    env.destroy().unwrap();
+}
+
+#[test]
+fn a_chain_deeper_than_path_max_is_listed_to_the_bound() {
+    let mut env = env_with(&spec());
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(
+        env.as_ref(),
+        "cd /tmp && perl -e 'for (1..2100) { mkdir \"dd\" or die $!; chdir \"dd\" or die $! }'",
+    );
+    assert!(status.success(), "{out}");
+    env.end_phase().unwrap();
+    let diff = env.diff(&CancelToken::new().unwrap()).unwrap();
+    assert_eq!(diff.incomplete.as_deref(), Some("more than 128 directory levels"));
+    let deepest = diff.changes.iter().map(|c| c.path.len()).max().unwrap();
+    assert_eq!(deepest, "/tmp".len() + 128 * "/dd".len());
     env.destroy().unwrap();
 }

@@ -5,10 +5,10 @@
 use std::time::Instant;
 
 use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
-use cleanroom_env::{EnvError, EnvSpec, Globs, Needs, Network, PhaseOptions};
+use cleanroom_env::{EnvError, EnvSpec, Globs, Needs, Network, PhaseOptions, WalkLimits};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
-use cleanroom_verify::{run_pipeline, ChangeKind, Changes, Verdict};
+use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Verdict};
 
 use crate::classify::{classify, stop_reason};
 use crate::env_diff;
@@ -32,6 +32,20 @@ pub(crate) enum AttemptEnd {
     Interrupted,
 }
 
+/// Runs one attempt and classifies how it ended.
+///
+/// The rule: `infra_error` (retried, and left out of the pass rate) is for
+/// failures of the harness and its host only: an environment or a phase
+/// that cannot be made, a command that cannot be spawned, an artifact that
+/// could not be staged, an environment that cannot be removed. Nothing an
+/// agent does to its environment may end there, or an agent could hide the
+/// trials it fails. So what the harness does with the environment after the
+/// agent cannot fail on what it finds: env-diff and the tamper survey are
+/// bounded (entries, depth, bytes, time) and record where they stopped,
+/// with originals not reached counting as tampered; outputs are read
+/// bounded, and an unreadable one fails its check; a verifier that cannot
+/// be copied in for lack of disk, or steps that cannot run because the
+/// machine is broken, fail the trial with the reason in `error`.
 pub(crate) fn attempt(
     input: &RunInput,
     task: &Task,
@@ -122,17 +136,28 @@ fn run(
 
     let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
-    let diff = env.diff()?;
+    let diff = env.diff(&input.cancel)?;
     files.push(file("env-diff.txt", env_diff::render(&diff, dest).into_bytes()));
-    let after = env.root().manifest(dest).map_err(|e| EnvError::io(format!("list {dest}"), e))?;
+    let Ok(after) = env.root().manifest_against(dest, &staged.manifest, WalkLimits::default(), &input.cancel)
+    else {
+        return Ok(false);
+    };
     let protected = Globs::new(&task.spec.verify.protected).map_err(EnvError::Phase)?;
     let changes = Changes::compare(&staged.manifest, &after, &protected);
     files.push(file("changes.txt", changes.render().into_bytes()));
+    if let (Some(why), true) = (&changes.incomplete, changes.is_tampered()) {
+        record.error.get_or_insert_with(|| {
+            format!(
+                "the tamper check of {dest} stopped early ({why}): originals not reached count as changed"
+            )
+        });
+    }
     record.changes = Some(count(&changes));
     record.tampered = changes.tampered.clone();
 
     let mut verify_log = Vec::new();
-    let verdict = run_pipeline(env.as_mut(), task, &input.cancel, &mut verify_log);
+    let sealed = protected_paths(dest, &staged.manifest, &protected);
+    let verdict = run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut verify_log);
     files.push(file("verify.log", verify_log));
     let verdict = match verdict {
         Ok(verdict) => Some(verdict),
@@ -147,7 +172,8 @@ fn run(
     };
     record.timings.verify = verify_started.elapsed().as_secs_f64();
     if let Some(second) = repeat.as_mut() {
-        *second = run_pipeline(env.as_mut(), task, &input.cancel, &mut Vec::new()).map_err(|e| e.to_string());
+        *second = run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut Vec::new())
+            .map_err(|e| e.to_string());
     }
     env.destroy()?;
 

@@ -1,7 +1,9 @@
 //! What the agent changed in the artifact: the original tree's manifest (the
 //! harness's own copy) against the environment's at the end of the agent
 //! phase. Originals under `protected` that are gone or differ in type, mode
-//! or bytes are tampered with; new files are listed, never counted.
+//! or bytes are tampered with; new files are listed, never counted. An
+//! original that the bounded survey of the environment did not reach counts
+//! as gone, so a tree made too large to check fails the check.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,10 +47,13 @@ pub struct Changes {
     pub changes: Vec<Change>,
     /// The changed or removed originals that `protected` covers, by path.
     pub tampered: Vec<String>,
-    /// A manifest was cut short: the listing may be incomplete (and originals
-    /// not reached count as removed).
-    pub truncated: bool,
+    /// Why a manifest was cut short, if one was: the listing may be
+    /// incomplete (and originals not reached count as removed).
+    pub incomplete: Option<String>,
 }
+
+/// Most bytes of changes.txt; the lines past it are counted, not written.
+pub const MAX_RENDERED: usize = 1 << 20;
 
 impl Changes {
     /// Compares the original artifact with what the environment holds now.
@@ -78,7 +83,8 @@ impl Changes {
             }
         }
         changes.sort_by(|a, b| a.path.cmp(&b.path));
-        Changes { changes, tampered, truncated: original.truncated || after.truncated }
+        let incomplete = original.incomplete.clone().or_else(|| after.incomplete.clone());
+        Changes { changes, tampered, incomplete }
     }
 
     pub fn is_tampered(&self) -> bool {
@@ -87,17 +93,21 @@ impl Changes {
 
     /// changes.txt: one `X path` line per change (A added, D removed,
     /// M modified, T type changed), by path. Paths are written with control
-    /// characters escaped, so that one change is one line.
+    /// characters escaped, so that one change is one line. At most about
+    /// [`MAX_RENDERED`] bytes: the rest is counted in a last `# truncated`
+    /// line.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        for c in &self.changes {
-            out.push(c.kind.letter());
-            out.push(' ');
-            out.push_str(&escape(&c.path));
-            out.push('\n');
+        if let Some(why) = &self.incomplete {
+            out.push_str(&format!("# incomplete: {}\n", escape(why)));
         }
-        if self.truncated {
-            out.push_str("# incomplete: a tree had too many entries or levels to list\n");
+        for (i, c) in self.changes.iter().enumerate() {
+            let line = format!("{} {}\n", c.kind.letter(), escape(&c.path));
+            if out.len() + line.len() > MAX_RENDERED {
+                out.push_str(&format!("# truncated: {} more change(s) not listed\n", self.changes.len() - i));
+                break;
+            }
+            out.push_str(&line);
         }
         out
     }
@@ -151,7 +161,7 @@ mod tests {
     fn manifest(entries: &[(&str, Entry)]) -> Manifest {
         Manifest {
             entries: entries.iter().map(|(p, e)| (p.to_string(), e.clone())).collect(),
-            truncated: false,
+            incomplete: None,
         }
     }
 
@@ -249,11 +259,28 @@ mod tests {
     }
 
     #[test]
-    fn truncation_is_recorded() {
+    fn an_incomplete_survey_is_recorded_and_unreached_originals_are_tampered() {
         let mut after = original();
-        after.truncated = true;
-        let c = Changes::compare(&original(), &after, &globs(&[]));
-        assert!(c.truncated);
-        assert!(c.render().starts_with("# incomplete"));
+        after.entries.retain(|p, _| !p.starts_with("eval/"));
+        after.incomplete = Some("took longer than 300 s".into());
+        let c = Changes::compare(&original(), &after, &globs(&["eval/**"]));
+        assert_eq!(c.incomplete.as_deref(), Some("took longer than 300 s"));
+        assert_eq!(c.tampered, ["eval/ref.json", "eval/score.py"]);
+        assert!(c.render().starts_with("# incomplete: took longer than 300 s\nD eval/ref.json\n"));
+    }
+
+    #[test]
+    fn a_huge_listing_is_cut_with_a_count() {
+        let long = "x".repeat(4000);
+        let after = Manifest {
+            entries: (0..1000).map(|i| (format!("{long}/{i:04}"), file(0o644, ""))).collect(),
+            incomplete: None,
+        };
+        let text = Changes::compare(&Manifest::default(), &after, &globs(&[])).render();
+        assert!(text.len() <= MAX_RENDERED + 100, "{}", text.len());
+        let last = text.lines().last().unwrap();
+        let listed = text.lines().filter(|l| l.starts_with("A ")).count();
+        assert_eq!(last, format!("# truncated: {} more change(s) not listed", 1000 - listed));
+        assert!(listed > 200, "{listed}");
     }
 }

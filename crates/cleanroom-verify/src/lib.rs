@@ -12,5 +12,5 @@ use cleanroom_task as task;
 
 pub use changes::{Change, ChangeKind, Changes};
 pub use checks::{evaluate, expected_text, CheckResult};
-pub use pipeline::{run_pipeline, Pipeline, READ_LIMIT, STEP_PATH};
+pub use pipeline::{protected_paths, run_pipeline, Pipeline, READ_LIMIT, STEP_PATH};
 pub use verdict::{stage_reached, StepResult, StepStatus, Verdict, VerdictStage};

@@ -45,8 +45,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{
-    CancelToken, EntryKind, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Network,
-    PhaseOptions, RootFs,
+    CancelToken, EntryKind, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Manifest,
+    Network, PhaseOptions, RootFs,
 };
 
 use crate::checks::{self, CheckResult};
@@ -103,13 +103,29 @@ pub const UNTRUSTED_VARIABLES: &[&str] = &[
 /// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
 /// and judges it. verify.log goes to `log` (write errors are ignored: the
 /// log never decides the verdict).
+/// `protected` are the artifact's protected files, sealed during the steps
+/// ([`protected_paths`]).
 pub fn run_pipeline(
     env: &mut dyn Environment,
     task: &Task,
+    protected: &[String],
     cancel: &CancelToken,
     log: &mut dyn Write,
 ) -> Result<Verdict, EnvError> {
-    Pipeline::of_task(task).run(env, cancel, log)
+    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, cancel, log)
+}
+
+/// The regular files of the original artifact (its staged manifest) that
+/// `protected` matches, as absolute paths under `dest`: what verification
+/// seals. A protected file the agent replaced by a link is not followed
+/// when sealing (and is tampering already).
+pub fn protected_paths(dest: &str, original: &Manifest, protected: &Globs) -> Vec<String> {
+    original
+        .entries
+        .iter()
+        .filter(|(rel, entry)| entry.kind == EntryKind::File && protected.is_match(rel))
+        .map(|(rel, _)| format!("{}/{}", dest.trim_end_matches('/'), rel))
+        .collect()
 }
 
 /// What the pipeline needs of a task.
@@ -122,7 +138,7 @@ pub struct Pipeline<'a> {
     pub timeout: Duration,
     /// `verify.network`.
     pub network: bool,
-    /// `verify.protected`: sealed during verification.
+    /// Absolute paths of the protected files, sealed during the steps.
     pub protected: &'a [String],
     pub spec: &'a VerifySpec,
 }
@@ -134,7 +150,7 @@ impl<'a> Pipeline<'a> {
             artifact_dest: &task.spec.artifact.dest,
             timeout: Duration::from_secs(task.spec.verify.timeout_sec),
             network: task.spec.verify.network,
-            protected: &task.spec.verify.protected,
+            protected: &[],
             spec: &task.verify,
         }
     }
@@ -170,7 +186,7 @@ impl<'a> Pipeline<'a> {
         root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
             .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
         let out_dir = fresh_dir(root)?;
-        let mut sealed = self.protected_files(root)?;
+        let mut sealed = self.protected.to_vec();
         sealed.push(verify_env.clone());
         let vars = self.step_env(login, &verify_env, &out_dir);
         let network = if self.network { Network::Outbound } else { Network::LoopbackOnly };
@@ -258,25 +274,6 @@ impl<'a> Pipeline<'a> {
         Ok(found)
     }
 
-    /// The original files of the artifact under `protected`, as paths in
-    /// the environment (regular files only: a link or a device there is
-    /// tampering already, and is never sealed through).
-    fn protected_files(&self, root: &RootFs) -> Result<Vec<String>, EnvError> {
-        if self.protected.is_empty() {
-            return Ok(Vec::new());
-        }
-        let globs = Globs::new(self.protected).map_err(EnvError::Phase)?;
-        let manifest = root
-            .manifest(self.artifact_dest)
-            .map_err(|e| EnvError::io(format!("list {}", self.artifact_dest), e))?;
-        Ok(manifest
-            .entries
-            .iter()
-            .filter(|(rel, entry)| entry.kind == EntryKind::File && globs.is_match(rel))
-            .map(|(rel, _)| format!("{}/{}", self.artifact_dest.trim_end_matches('/'), rel))
-            .collect())
-    }
-
     /// Step 4 of the design note, inside the phase.
     #[allow(clippy::too_many_arguments)]
     fn run_steps(
@@ -310,7 +307,11 @@ impl<'a> Pipeline<'a> {
                 steps.push(result);
                 continue;
             }
-            if let Err(why) = self.clean(root, &step.clean, log) {
+            if let Err(why) = self.clean(root, &step.clean, cancel, log) {
+                if cancel.is_cancelled() {
+                    log.line("-- cancelled");
+                    return Err(EnvError::Phase("verification cancelled".into()));
+                }
                 log.line(format_args!("-- failed: clean: {why}"));
                 result.status = StepStatus::Failed;
                 steps.push(result);
@@ -351,12 +352,20 @@ impl<'a> Pipeline<'a> {
     }
 
     /// Removes a step's `clean` globs under `artifact.dest`, from the host.
-    fn clean(&self, root: &RootFs, clean: &[String], log: &mut Log<'_>) -> Result<(), String> {
+    /// A tree too large or too deep to clean within the bounds of host-side
+    /// work fails the step (the agent made it so).
+    fn clean(
+        &self,
+        root: &RootFs,
+        clean: &[String],
+        cancel: &CancelToken,
+        log: &mut Log<'_>,
+    ) -> Result<(), String> {
         if clean.is_empty() {
             return Ok(());
         }
         let globs = Globs::new(clean)?;
-        let removed = root.remove_matching(self.artifact_dest, &globs).map_err(|e| e.to_string())?;
+        let removed = root.remove_matching(self.artifact_dest, &globs, cancel).map_err(|e| e.to_string())?;
         for path in removed.iter().take(LOGGED_REMOVALS) {
             log.line(format_args!("clean: removed {path}"));
         }

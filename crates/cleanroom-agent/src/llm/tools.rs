@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, ExitStatus};
+use cleanroom_env::{CancelToken, EntryKind, EnvError, Environment, ExecRequest, ExitStatus};
 use serde_json::{json, Value};
 
 use crate::workspace::{agent_environment, random_hex};
@@ -63,12 +63,30 @@ pub struct Session {
 
 impl Session {
     pub fn start(env: &dyn Environment) -> Result<Session, EnvError> {
-        let state = format!("/tmp/.cleanroom-shell-{}", random_hex());
+        let session = Session { state: format!("/tmp/.cleanroom-shell-{}", random_hex()) };
+        session.make_state(env).map_err(|e| EnvError::io(session.state.clone(), e))?;
+        // What shell.sh writes there is the harness's too.
+        for file in ["out", "cwd", "vars"] {
+            env.root().claim(&format!("{}/{file}", session.state), EntryKind::File);
+        }
+        Ok(session)
+    }
+
+    fn make_state(&self, env: &dyn Environment) -> std::io::Result<()> {
         let root = env.root();
-        root.create_dir_all(&state, 0o700).map_err(|e| EnvError::io(state.clone(), e))?;
-        let script = format!("{state}/shell.sh");
-        root.write_file(&script, SHELL_SCRIPT.as_bytes(), 0o600).map_err(|e| EnvError::io(script, e))?;
-        Ok(Session { state })
+        root.create_dir_all(&self.state, 0o700)?;
+        root.write_file(&format!("{}/shell.sh", self.state), SHELL_SCRIPT.as_bytes(), 0o600)
+    }
+
+    /// Writes `bytes` to the state file `name`, making the state directory
+    /// again if the agent removed it. A failure (the agent filled the disk,
+    /// say) is the agent's doing: it comes back as the reason, for the model.
+    fn pass_in(&self, env: &dyn Environment, name: &str, bytes: &[u8]) -> Result<(), String> {
+        let file = format!("{}/{name}", self.state);
+        let write = || env.root().write_file(&file, bytes, 0o600);
+        write()
+            .or_else(|_| self.make_state(env).and_then(|()| write()))
+            .map_err(|e| format!("error: the harness cannot pass this call into the environment: {e}"))
     }
 
     /// Runs one tool call other than `finish`. Bad arguments come back as
@@ -102,7 +120,9 @@ impl Session {
                 let (Some(path), Some(content)) = (text("path"), text("content")) else {
                     return missing("path` and `content");
                 };
-                self.put(env, &content)?;
+                if let Err(why) = self.put(env, &content) {
+                    return Ok(why);
+                }
                 let script = format!(
                     "mkdir -p -- \"$(dirname -- {p})\" && cat \"{s}/put\" > {p} && echo \"wrote $(wc -c < {p}) bytes to \"{p}",
                     p = quote(&path),
@@ -130,8 +150,9 @@ impl Session {
         deadline: Instant,
         cancel: &CancelToken,
     ) -> Result<String, EnvError> {
-        let cmd_file = format!("{}/cmd", self.state);
-        env.root().write_file(&cmd_file, command.as_bytes(), 0o600).map_err(|e| EnvError::io(cmd_file, e))?;
+        if let Err(why) = self.pass_in(env, "cmd", command.as_bytes()) {
+            return Ok(why);
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         let timeout = asked.min(left).max(Duration::from_secs(1));
         let out = env.exec(&self.request("run", timeout), cancel)?;
@@ -172,9 +193,8 @@ impl Session {
         }
     }
 
-    fn put(&self, env: &dyn Environment, content: &str) -> Result<(), EnvError> {
-        let file = format!("{}/put", self.state);
-        env.root().write_file(&file, content.as_bytes(), 0o600).map_err(|e| EnvError::io(file, e))
+    fn put(&self, env: &dyn Environment, content: &str) -> Result<(), String> {
+        self.pass_in(env, "put", content.as_bytes())
     }
 
     fn edit(
@@ -189,9 +209,9 @@ impl Session {
         // Read the file whole (not through the observation limit).
         let mut req = self.request("run", Duration::from_secs(60));
         req.output_limit = 16 << 20;
-        let cmd_file = format!("{}/cmd", self.state);
-        let read = format!("cat -- {}", quote(path));
-        env.root().write_file(&cmd_file, read.as_bytes(), 0o600).map_err(|e| EnvError::io(cmd_file, e))?;
+        if let Err(why) = self.pass_in(env, "cmd", format!("cat -- {}", quote(path)).as_bytes()) {
+            return Ok(why);
+        }
         let out = env.exec(&req, cancel)?;
         let body = out.combined.to_string_lossy();
         if !out.status.success() {
@@ -201,7 +221,9 @@ impl Session {
         if count != 1 {
             return Ok(format!("error: old_text occurs {count} times in {path}; it must occur exactly once"));
         }
-        self.put(env, &body.replacen(old, new, 1))?;
+        if let Err(why) = self.put(env, &body.replacen(old, new, 1)) {
+            return Ok(why);
+        }
         let script = format!("cat \"{}/put\" > {p} && echo edited {p}", self.state, p = quote(path));
         self.bash(env, &script, DEFAULT_COMMAND_TIMEOUT, deadline, cancel)
     }

@@ -1,52 +1,128 @@
 //! What changed in an environment since it was made, read from the
 //! overlay's upper layer, which holds exactly that: every new or changed
 //! file, and a whiteout (a 0/0 character device) for every deleted one.
-//! Names come from the environment, but a directory listing cannot hold a
-//! '/', and only real directories are descended into: no link is followed.
+//!
+//! Both layers are written by others (the upper by the agent, the image's
+//! links point at host paths: `/var/run -> /run`), so neither is ever
+//! resolved through the host's root: the walk goes one name at a time from
+//! directory fds of the two layers, never follows a link (an image
+//! directory that is a link has nothing below it here), works at any depth,
+//! and stops at its bounds (`bounds.rs`) with the reason recorded. Only the
+//! entries the harness itself made are left out, by exact path and kind.
 
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
-use crate::backend::{PathChange, PathChangeKind};
+use crate::backend::{EnvDiff, PathChange, PathChangeKind};
+use crate::bounds::{Budget, Stop, WalkLimits};
+use crate::cancel::CancelToken;
+use crate::error::EnvError;
+use crate::rootfs::{fstatat_nofollow, incomplete, is_absent, open_host_dir, openat, Frame, DIR_FLAGS};
+use crate::EntryKind;
 
-/// Most entries listed; a machine-wide `pip install` stays well under.
-const MAX_ENTRIES: usize = 200_000;
-
-pub(crate) fn upper_changes(upper: &Path, lower: &Path) -> std::io::Result<(Vec<PathChange>, bool)> {
-    let mut out = Vec::new();
-    let mut stack = vec![String::new()];
-    let mut truncated = false;
-    while let Some(rel) = stack.pop() {
-        // `rel` starts with '/': joined as is it would replace `upper`.
-        let dir = upper.join(rel.trim_start_matches('/'));
-        let mut entries: Vec<_> = std::fs::read_dir(&dir)?.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries.into_iter().rev() {
-            if out.len() >= MAX_ENTRIES {
-                truncated = true;
-                break;
-            }
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = format!("{rel}/{name}");
-            let meta = entry.metadata()?;
-            let ft = meta.file_type();
-            let in_lower = lower.join(path.trim_start_matches('/')).symlink_metadata();
-            if ft.is_char_device() && meta.rdev() == 0 {
-                out.push(PathChange { path, kind: PathChangeKind::Deleted });
-            } else if ft.is_dir() {
-                // A directory that only holds changes below it is no change.
-                if in_lower.as_ref().map_or(true, |m| !m.is_dir()) {
-                    out.push(PathChange { path: path.clone(), kind: PathChangeKind::Added });
-                }
-                stack.push(path);
-            } else {
-                let kind = if in_lower.is_ok() { PathChangeKind::Modified } else { PathChangeKind::Added };
-                out.push(PathChange { path, kind });
-            }
+/// The changes in `upper` over the image `lower`, less the paths in `made`
+/// (absolute, with the kind the harness made there).
+pub(crate) fn upper_changes(
+    upper: &Path,
+    lower: &Path,
+    made: &BTreeMap<String, EntryKind>,
+    limits: WalkLimits,
+    cancel: &CancelToken,
+) -> Result<EnvDiff, EnvError> {
+    let open = |p: &Path| open_host_dir(p).map_err(|e| EnvError::io(format!("open {}", p.display()), e));
+    let (upper, lower) = (open(upper)?, open(lower)?);
+    let mut budget = Budget::new(limits, Some(cancel));
+    let mut diff = EnvDiff::default();
+    match walk(upper, lower, made, &mut budget, &mut diff) {
+        Ok(()) => {}
+        Err(Stop::Cancelled) => {
+            return Err(EnvError::Phase("listing the environment's changes: cancelled".into()))
+        }
+        Err(Stop::Incomplete(why)) => {
+            diff.incomplete.get_or_insert(why);
         }
     }
-    out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((out, truncated))
+    diff.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(diff)
+}
+
+/// One directory of the upper layer being walked, and the image's
+/// directory at the same path when there is a real one.
+struct Level {
+    upper: Frame,
+    lower: Option<OwnedFd>,
+}
+
+fn walk(
+    upper: OwnedFd,
+    lower: OwnedFd,
+    made: &BTreeMap<String, EntryKind>,
+    budget: &mut Budget<'_>,
+    diff: &mut EnvDiff,
+) -> Result<(), Stop> {
+    let mut stack = vec![Level { upper: Frame::new(upper, String::new(), budget)?, lower: Some(lower) }];
+    loop {
+        let depth = stack.len();
+        let Some(level) = stack.last_mut() else { break };
+        let Some(name) = level.upper.next_name() else {
+            stack.pop();
+            continue;
+        };
+        budget.visit()?;
+        let rel = level.upper.child_rel(&name);
+        let st = match fstatat_nofollow(level.upper.fd.as_fd(), &name) {
+            Ok(st) => st,
+            Err(e) if is_absent(&e) => continue,
+            Err(e) => return Err(incomplete(e, &rel)),
+        };
+        let in_lower = level.lower.as_ref().and_then(|l| fstatat_nofollow(l.as_fd(), &name).ok());
+        let path = format!("/{rel}");
+        let by_harness = made.get(&path) == Some(&kind_of(st.st_mode));
+        let mut change = |kind| {
+            budget.keep(path.len())?;
+            diff.changes.push(PathChange { path: path.clone(), kind });
+            Ok::<(), Stop>(())
+        };
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFCHR if st.st_rdev == 0 => change(PathChangeKind::Deleted)?,
+            libc::S_IFDIR => {
+                let lower_is_dir = in_lower.is_some_and(|l| l.st_mode & libc::S_IFMT == libc::S_IFDIR);
+                // A directory that only holds changes below it is no change.
+                if !lower_is_dir && !by_harness {
+                    change(PathChangeKind::Added)?;
+                }
+                if depth > budget.max_depth() {
+                    diff.incomplete.get_or_insert_with(|| budget.too_deep().to_string());
+                    continue;
+                }
+                let upper = match openat(level.upper.fd.as_fd(), &name, DIR_FLAGS, 0) {
+                    Ok(fd) => fd,
+                    Err(e) if is_absent(&e) => continue,
+                    Err(e) => return Err(incomplete(e, &rel)),
+                };
+                // A link in the image (ELOOP) has nothing below it here.
+                let lower = match &level.lower {
+                    Some(l) if lower_is_dir => openat(l.as_fd(), &name, DIR_FLAGS, 0).ok(),
+                    _ => None,
+                };
+                stack.push(Level { upper: Frame::new(upper, rel, budget)?, lower });
+            }
+            _ if by_harness => {}
+            _ if in_lower.is_some() => change(PathChangeKind::Modified)?,
+            _ => change(PathChangeKind::Added)?,
+        }
+    }
+    Ok(())
+}
+
+fn kind_of(mode: libc::mode_t) -> EntryKind {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => EntryKind::File,
+        libc::S_IFDIR => EntryKind::Dir,
+        libc::S_IFLNK => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
 }
 
 #[cfg(test)]
@@ -54,10 +130,44 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
+    fn listed(diff: &EnvDiff) -> Vec<String> {
+        diff.changes.iter().map(|c| format!("{} {}", c.kind.letter(), c.path)).collect()
+    }
+
+    struct Layers(std::path::PathBuf);
+
+    impl Layers {
+        fn new(name: &str) -> Layers {
+            let base = std::env::temp_dir().join(format!("cleanroom-diff-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&base);
+            std::fs::create_dir_all(base.join("upper")).unwrap();
+            std::fs::create_dir_all(base.join("lower")).unwrap();
+            Layers(base)
+        }
+
+        fn upper(&self) -> std::path::PathBuf {
+            self.0.join("upper")
+        }
+
+        fn lower(&self) -> std::path::PathBuf {
+            self.0.join("lower")
+        }
+
+        fn changes(&self, made: &BTreeMap<String, EntryKind>, limits: WalkLimits) -> EnvDiff {
+            upper_changes(&self.upper(), &self.lower(), made, limits, &CancelToken::new().unwrap()).unwrap()
+        }
+    }
+
+    impl Drop for Layers {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
     #[test]
     fn lists_the_upper_layer_only_and_never_follows_links() {
-        let base = std::env::temp_dir().join(format!("cleanroom-diff-{}", std::process::id()));
-        let (upper, lower) = (base.join("upper"), base.join("lower"));
+        let t = Layers::new("links");
+        let (upper, lower) = (t.upper(), t.lower());
         std::fs::create_dir_all(upper.join("etc/profile.d")).unwrap();
         std::fs::create_dir_all(upper.join("opt/new")).unwrap();
         std::fs::create_dir_all(lower.join("etc/profile.d")).unwrap();
@@ -66,11 +176,9 @@ mod tests {
         std::fs::write(upper.join("etc/profile.d/venv.sh"), "").unwrap();
         std::fs::write(upper.join("opt/new/tool"), "").unwrap();
         symlink("/etc", upper.join("hostetc")).unwrap();
-        let (changes, truncated) = upper_changes(&upper, &lower).unwrap();
-        std::fs::remove_dir_all(&base).unwrap();
-        let listed: Vec<String> = changes.iter().map(|c| format!("{} {}", c.kind.letter(), c.path)).collect();
+        let diff = t.changes(&BTreeMap::new(), WalkLimits::default());
         assert_eq!(
-            listed,
+            listed(&diff),
             [
                 "M /etc/hosts",
                 "A /etc/profile.d/venv.sh",
@@ -80,6 +188,99 @@ mod tests {
                 "A /opt/new/tool"
             ]
         );
-        assert!(!truncated);
+        assert_eq!(diff.incomplete, None);
+    }
+
+    #[test]
+    fn the_images_links_are_not_followed_on_the_host() {
+        // The image's /var/run is a link to /run: on the host that is the
+        // host's /run. A directory the agent put in its place holds only
+        // new files, whatever the host has at the same paths.
+        let t = Layers::new("image-links");
+        let (upper, lower) = (t.upper(), t.lower());
+        std::fs::create_dir_all(lower.join("var")).unwrap();
+        let host_dir = t.0.join("host-run");
+        std::fs::create_dir_all(&host_dir).unwrap();
+        std::fs::write(host_dir.join("probe"), "").unwrap();
+        symlink(&host_dir, lower.join("var/run")).unwrap();
+        std::fs::create_dir_all(upper.join("var/run")).unwrap();
+        std::fs::write(upper.join("var/run/probe"), "").unwrap();
+        std::fs::write(upper.join("var/run/absent"), "").unwrap();
+        let diff = t.changes(&BTreeMap::new(), WalkLimits::default());
+        assert_eq!(listed(&diff), ["A /var/run", "A /var/run/absent", "A /var/run/probe"]);
+    }
+
+    #[test]
+    fn leaves_out_exactly_what_the_harness_made() {
+        let t = Layers::new("made");
+        let upper = t.upper();
+        std::fs::create_dir_all(upper.join("tmp/.cleanroom-agent-1")).unwrap();
+        std::fs::write(upper.join("tmp/.cleanroom-agent-1/agent.sh"), "").unwrap();
+        std::fs::write(upper.join("tmp/.cleanroom-agent-1/planted"), "").unwrap();
+        std::fs::create_dir_all(upper.join("tmp/.cleanroom-whatever")).unwrap();
+        std::fs::write(upper.join("tmp/.cleanroom-whatever/hidden"), "").unwrap();
+        // A path the harness made as a file, now a link.
+        symlink("/etc/shadow", upper.join("tmp/.cleanroom-agent-1/cmd")).unwrap();
+        let made: BTreeMap<String, EntryKind> = [
+            ("/tmp/.cleanroom-agent-1", EntryKind::Dir),
+            ("/tmp/.cleanroom-agent-1/agent.sh", EntryKind::File),
+            ("/tmp/.cleanroom-agent-1/cmd", EntryKind::File),
+        ]
+        .into_iter()
+        .map(|(p, k)| (p.to_string(), k))
+        .collect();
+        let diff = t.changes(&made, WalkLimits::default());
+        assert_eq!(
+            listed(&diff),
+            [
+                "A /tmp",
+                "A /tmp/.cleanroom-agent-1/cmd",
+                "A /tmp/.cleanroom-agent-1/planted",
+                "A /tmp/.cleanroom-whatever",
+                "A /tmp/.cleanroom-whatever/hidden"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_chain_deeper_than_path_max_is_listed_to_the_depth_bound() {
+        let t = Layers::new("deep");
+        // 3000 levels: about 6000 bytes of path, past PATH_MAX (4096).
+        let mut dir = open_host_dir(&t.upper()).unwrap();
+        for _ in 0..3000 {
+            let name = c"d";
+            // SAFETY: a valid directory fd and a NUL-terminated name.
+            assert_eq!(
+                unsafe { libc::mkdirat(std::os::fd::AsRawFd::as_raw_fd(&dir), name.as_ptr(), 0o755) },
+                0
+            );
+            dir = openat(dir.as_fd(), name, DIR_FLAGS, 0).unwrap();
+        }
+        let limits = WalkLimits { depth: 40, ..WalkLimits::default() };
+        let diff = t.changes(&BTreeMap::new(), limits);
+        assert_eq!(diff.incomplete.as_deref(), Some("more than 40 directory levels"));
+        assert_eq!(diff.changes.len(), 41);
+        let deepest = diff.changes.iter().map(|c| c.path.len()).max().unwrap();
+        assert_eq!(deepest, 41 * 2);
+    }
+
+    #[test]
+    fn every_bound_ends_the_listing_with_its_reason() {
+        let t = Layers::new("bounds");
+        for i in 0..50 {
+            std::fs::write(t.upper().join(format!("f{i:02}")), "").unwrap();
+        }
+        let diff = t.changes(&BTreeMap::new(), WalkLimits { entries: 10, ..WalkLimits::default() });
+        assert_eq!(diff.incomplete.as_deref(), Some("more than 10 entries or 33554432 bytes of names"));
+        assert!(diff.changes.is_empty(), "the top directory alone is too large to list");
+        // The listing of 150 bytes of names fits, the 46th path of 4 bytes not.
+        let diff = t.changes(&BTreeMap::new(), WalkLimits { name_bytes: 180, ..WalkLimits::default() });
+        assert_eq!(diff.incomplete.as_deref(), Some("more than 180 bytes of names"));
+        assert_eq!(diff.changes.len(), 45);
+
+        let cancel = CancelToken::new().unwrap();
+        cancel.cancel();
+        let err = upper_changes(&t.upper(), &t.lower(), &BTreeMap::new(), WalkLimits::default(), &cancel);
+        assert!(err.unwrap_err().to_string().contains("cancelled"));
     }
 }

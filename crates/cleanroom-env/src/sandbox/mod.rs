@@ -34,6 +34,7 @@ use crate::backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Needs, Network,
     PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
+use crate::bounds::WalkLimits;
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
 use crate::image;
@@ -335,12 +336,11 @@ impl Environment for SandboxEnv {
         self.cgroup.kill_all()
     }
 
-    fn diff(&self) -> Result<EnvDiff, EnvError> {
+    fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
         let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
         let upper = keeper.root_path.with_file_name("disk").join("upper");
-        let (changes, truncated) = diff::upper_changes(&upper, &self.image_root)
-            .map_err(|e| EnvError::io(format!("list {}", upper.display()), e))?;
-        Ok(EnvDiff { changes, truncated })
+        let made = self.root().made_by_harness();
+        diff::upper_changes(&upper, &self.image_root, &made, WalkLimits::default(), cancel)
     }
 
     fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {

@@ -68,7 +68,7 @@ fn deployed_login_env() -> Vec<u8> {
 }
 
 impl Environment for FakeEnv {
-    fn diff(&self) -> Result<cleanroom_env::EnvDiff, EnvError> {
+    fn diff(&self, _: &CancelToken) -> Result<cleanroom_env::EnvDiff, EnvError> {
         Ok(cleanroom_env::EnvDiff::default())
     }
 
@@ -473,6 +473,24 @@ fn clean_never_follows_a_linked_artifact() {
 }
 
 #[test]
+fn a_tree_too_deep_to_clean_fails_the_step_not_the_harness() {
+    let mut f = fixture(Box::new(|_, _| Ok(exited(0, 1, ""))));
+    let mut deep = f.env.root.host_path().join("workspace/artifact/results");
+    for _ in 0..cleanroom_env::MAX_DEPTH + 5 {
+        deep = deep.join("d");
+    }
+    std::fs::create_dir_all(&deep).unwrap();
+    let mut s = step("experiment", Stage::Run, "x");
+    s.clean = vec!["results".into()];
+    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert_eq!(verdict.steps[0].status, StepStatus::Failed);
+    assert!(log.contains("-- failed: clean: /workspace/artifact: more than 128 directory levels\n"), "{log}");
+    assert!(f.requests().is_empty(), "the step did not run");
+}
+
+#[test]
 fn network_follows_verify_network() {
     let mut f = fixture(by_command());
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
@@ -546,7 +564,7 @@ fn without_a_login_report_steps_get_the_default_environment() {
 #[test]
 fn the_verifier_and_the_protected_files_are_sealed_during_the_steps() {
     let mut f = fixture(by_command());
-    f.protected = vec!["*.py".into(), "results/**".into()];
+    f.protected = vec![format!("{DEST}/main.py"), format!("{DEST}/results/old.csv")];
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     let req = &f.requests()[0];
@@ -559,4 +577,17 @@ fn the_verifier_and_the_protected_files_are_sealed_during_the_steps() {
             var(req, "CLEANROOM_VERIFY").to_string()
         ]
     );
+}
+
+#[test]
+fn protected_paths_are_the_original_regular_files_the_globs_match() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data/sub")).unwrap();
+    std::fs::write(dir.path().join("data/sub/a.csv"), "1").unwrap();
+    std::fs::write(dir.path().join("run.sh"), "x").unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", dir.path().join("data/link")).unwrap();
+    let original = cleanroom_env::Manifest::of_host_dir(dir.path()).unwrap();
+    let globs = Globs::new(&["data/**".to_string(), "run.sh".to_string()]).unwrap();
+    assert_eq!(protected_paths("/w/a/", &original, &globs), ["/w/a/data/sub/a.csv", "/w/a/run.sh"]);
 }
