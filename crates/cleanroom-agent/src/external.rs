@@ -245,7 +245,7 @@ pub(crate) fn run(
 
     let private = format!("/tmp/.cleanroom-agent-{}", random_hex());
     let log_dir = format!("{private}/log");
-    let root = env.root();
+    let root = env.files();
     root.create_dir_all(&log_dir, 0o755).map_err(|e| EnvError::io(log_dir.clone(), e))?;
     let script = format!("{private}/run.sh");
     root.write_file(&script, agent.run_script.as_bytes(), 0o700)

@@ -55,17 +55,17 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> EnvError {
 /// on the host, overlay already applied) at `artifact.dest`, the paper at
 /// /workspace/paper/.
 pub fn populate_workspace(env: &dyn Environment, task: &Task, artifact: &Path) -> Result<(), EnvError> {
-    let root = env.root();
+    let root = env.files();
     root.create_dir_all(WORKSPACE, 0o755).map_err(io(WORKSPACE.into()))?;
     let instruction = format!("{WORKSPACE}/INSTRUCTION.md");
     root.write_file(&instruction, instruction_text(task).as_bytes(), 0o644).map_err(io(instruction))?;
     let dest = &task.spec.artifact.dest;
     root.create_dir_all(dest, 0o755).map_err(io(dest.clone()))?;
-    root.copy_tree_in(artifact, dest).map_err(io(format!("copy the artifact to {dest}")))?;
+    root.copy_tree_in(artifact, dest, &|_| false).map_err(io(format!("copy the artifact to {dest}")))?;
     if let Some(paper) = task.paper_dir() {
         let to = format!("{WORKSPACE}/paper");
         root.create_dir_all(&to, 0o755).map_err(io(to.clone()))?;
-        root.copy_tree_in(&paper, &to).map_err(io(format!("copy the paper to {to}")))?;
+        root.copy_tree_in(&paper, &to, &|_| false).map_err(io(format!("copy the paper to {to}")))?;
     }
     Ok(())
 }
@@ -83,8 +83,8 @@ pub(crate) fn random_hex() -> String {
 /// (outside the workspace) and returns that path.
 pub(crate) fn copy_in_private(env: &dyn Environment, from: &Path, kind: &str) -> Result<String, EnvError> {
     let dir = format!("/tmp/.cleanroom-{kind}-{}", random_hex());
-    env.root().create_dir_all(&dir, 0o700).map_err(io(dir.clone()))?;
-    env.root().copy_tree_in(from, &dir).map_err(io(format!("copy {} in", from.display())))?;
+    env.files().create_dir_all(&dir, 0o700).map_err(io(dir.clone()))?;
+    env.files().copy_tree_in(from, &dir, &|_| false).map_err(io(format!("copy {} in", from.display())))?;
     Ok(dir)
 }
 
@@ -95,10 +95,10 @@ pub(crate) fn copy_in_private_file(
     kind: &str,
 ) -> Result<String, EnvError> {
     let dir = format!("/tmp/.cleanroom-{kind}-{}", random_hex());
-    env.root().create_dir_all(&dir, 0o700).map_err(io(dir.clone()))?;
+    env.files().create_dir_all(&dir, 0o700).map_err(io(dir.clone()))?;
     let bytes = std::fs::read(file).map_err(io(file.display().to_string()))?;
     let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "agent".into());
     let to = format!("{dir}/{name}");
-    env.root().write_file(&to, &bytes, 0o755).map_err(io(to.clone()))?;
+    env.files().write_file(&to, &bytes, 0o755).map_err(io(to.clone()))?;
     Ok(dir)
 }

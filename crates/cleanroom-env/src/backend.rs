@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
+use crate::files::Files;
 use crate::output::Captured;
-use crate::rootfs::RootFs;
 
 /// What a new environment must provide.
 #[derive(Debug, Clone)]
@@ -250,9 +250,8 @@ pub trait Environment: Send + Sync {
 
     fn limits(&self) -> Limits;
 
-    /// The environment's file system as seen from the host, for copying files
-    /// in and reading them out without ever following a link out of it.
-    fn root(&self) -> &RootFs;
+    /// Its files: copying in, reading out, listing, removing (files.rs).
+    fn files(&self) -> &dyn Files;
 
     /// Starts a phase. Fails if one is already running.
     fn begin_phase(&mut self, network: Network) -> Result<(), EnvError> {

@@ -5,6 +5,7 @@ mod backend;
 mod bounds;
 mod cancel;
 mod error;
+mod files;
 pub mod image;
 mod output;
 mod registry;
@@ -19,6 +20,7 @@ pub use backend::{
 pub use bounds::{Cancelled, WalkLimits, MAX_DEPTH, MAX_ENTRIES, MAX_NAME_BYTES, MAX_TIME};
 pub use cancel::CancelToken;
 pub use error::EnvError;
+pub use files::Files;
 pub use output::Captured;
 pub use registry::{open_backend, BACKENDS};
 pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs};

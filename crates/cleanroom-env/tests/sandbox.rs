@@ -84,15 +84,15 @@ fn commands_run_and_report_their_own_status() {
 fn files_persist_across_phases_and_are_reachable_from_the_host() {
     let mut env = env_with(&spec());
     env.begin_phase(Network::LoopbackOnly).unwrap();
-    env.root().create_dir_all("/workspace/in", 0o755).unwrap();
-    env.root().write_file("/workspace/in/note.txt", b"from host\n", 0o644).unwrap();
+    env.files().create_dir_all("/workspace/in", 0o755).unwrap();
+    env.files().write_file("/workspace/in/note.txt", b"from host\n", 0o644).unwrap();
     let (status, out) = sh(env.as_ref(), "cat /workspace/in/note.txt; echo made > /tmp/made.txt");
     assert!(status.success() && out.contains("from host"), "{out}");
     env.end_phase().unwrap();
     env.begin_phase(Network::LoopbackOnly).unwrap();
     let (_, out) = sh(env.as_ref(), "cat /tmp/made.txt");
     assert_eq!(out, "made\n");
-    assert_eq!(env.root().read_regular("/tmp/made.txt", 100).unwrap(), b"made\n");
+    assert_eq!(env.files().read_regular("/tmp/made.txt", 100).unwrap(), b"made\n");
     env.destroy().unwrap();
 }
 
@@ -500,7 +500,7 @@ fn all_environments_together_leave_the_host_processes() {
 #[test]
 fn sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase() {
     let mut env = env_with(&spec());
-    let root = env.root();
+    let root = env.files();
     root.create_dir_all("/w/art/data", 0o755).unwrap();
     root.write_file("/w/art/run.sh", b"echo original\n", 0o755).unwrap();
     root.write_file("/w/art/data/in.csv", b"1,2\n", 0o644).unwrap();
@@ -589,8 +589,8 @@ fn the_diff_tells_nothing_of_the_hosts_paths() {
 #[test]
 fn the_diff_leaves_out_exactly_what_the_harness_made() {
     let mut env = env_with(&spec());
-    env.root().create_dir_all("/tmp/.cleanroom-agent-1234", 0o700).unwrap();
-    env.root().write_file("/tmp/.cleanroom-agent-1234/agent.sh", b"true\n", 0o755).unwrap();
+    env.files().create_dir_all("/tmp/.cleanroom-agent-1234", 0o700).unwrap();
+    env.files().write_file("/tmp/.cleanroom-agent-1234/agent.sh", b"true\n", 0o755).unwrap();
     env.begin_phase(Network::LoopbackOnly).unwrap();
     let (status, out) = sh(
         env.as_ref(),

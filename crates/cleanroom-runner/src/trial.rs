@@ -138,7 +138,8 @@ fn run(
     let dest = &task.spec.artifact.dest;
     let diff = env.diff(&input.cancel)?;
     files.push(file("env-diff.txt", env_diff::render(&diff, dest).into_bytes()));
-    let Ok(after) = env.root().manifest_against(dest, &staged.manifest, WalkLimits::default(), &input.cancel)
+    let Ok(after) =
+        env.files().manifest_against(dest, &staged.manifest, WalkLimits::default(), &input.cancel)
     else {
         return Ok(false);
     };

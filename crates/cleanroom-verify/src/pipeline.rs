@@ -45,8 +45,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{
-    CancelToken, EntryKind, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Globs, Manifest,
-    Network, PhaseOptions, RootFs,
+    CancelToken, EntryKind, EnvError, Environment, ExecOutcome, ExecRequest, ExitStatus, Files, Globs,
+    Manifest, Network, PhaseOptions,
 };
 
 use crate::checks::{self, CheckResult};
@@ -181,9 +181,9 @@ impl<'a> Pipeline<'a> {
             if self.network { "on" } else { "off" },
         ));
         let login = self.login_variables(env, cancel, &mut log, clock, start)?;
-        let root = env.root();
+        let root = env.files();
         let verify_env = fresh_dir(root)?;
-        root.copy_tree_in_filtered(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
+        root.copy_tree_in(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
             .map_err(|e| EnvError::io("copying verify/ into the environment", e))?;
         let out_dir = fresh_dir(root)?;
         let mut sealed = self.protected.to_vec();
@@ -197,7 +197,7 @@ impl<'a> Pipeline<'a> {
         ended?;
 
         log.line("== checks");
-        let root = env.root();
+        let root = env.files();
         let checks: Vec<CheckResult> = self
             .spec
             .checks
@@ -286,7 +286,7 @@ impl<'a> Pipeline<'a> {
         clock: &dyn Clock,
         start: Duration,
     ) -> Result<Ran<'a>, EnvError> {
-        let root = env.root();
+        let root = env.files();
 
         let mut steps = Vec::new();
         let mut stdouts = HashMap::new();
@@ -356,7 +356,7 @@ impl<'a> Pipeline<'a> {
     /// work fails the step (the agent made it so).
     fn clean(
         &self,
-        root: &RootFs,
+        root: &dyn Files,
         clean: &[String],
         cancel: &CancelToken,
         log: &mut Log<'_>,
@@ -456,7 +456,7 @@ struct Ran<'a> {
 }
 
 /// A new directory `/.cleanroom-<32 hex digits>` in the environment.
-fn fresh_dir(root: &RootFs) -> Result<String, EnvError> {
+fn fresh_dir(root: &dyn Files) -> Result<String, EnvError> {
     let path = format!("/.cleanroom-{}", random_hex().map_err(|e| EnvError::io("reading /dev/urandom", e))?);
     root.create_dir_all(&path, 0o755)
         .map_err(|e| EnvError::io("creating a directory in the environment", e))?;

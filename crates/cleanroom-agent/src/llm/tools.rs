@@ -67,13 +67,13 @@ impl Session {
         session.make_state(env).map_err(|e| EnvError::io(session.state.clone(), e))?;
         // What shell.sh writes there is the harness's too.
         for file in ["out", "cwd", "vars"] {
-            env.root().claim(&format!("{}/{file}", session.state), EntryKind::File);
+            env.files().claim(&format!("{}/{file}", session.state), EntryKind::File);
         }
         Ok(session)
     }
 
     fn make_state(&self, env: &dyn Environment) -> std::io::Result<()> {
-        let root = env.root();
+        let root = env.files();
         root.create_dir_all(&self.state, 0o700)?;
         root.write_file(&format!("{}/shell.sh", self.state), SHELL_SCRIPT.as_bytes(), 0o600)
     }
@@ -83,7 +83,7 @@ impl Session {
     /// say) is the agent's doing: it comes back as the reason, for the model.
     fn pass_in(&self, env: &dyn Environment, name: &str, bytes: &[u8]) -> Result<(), String> {
         let file = format!("{}/{name}", self.state);
-        let write = || env.root().write_file(&file, bytes, 0o600);
+        let write = || env.files().write_file(&file, bytes, 0o600);
         write()
             .or_else(|_| self.make_state(env).and_then(|()| write()))
             .map_err(|e| format!("error: the harness cannot pass this call into the environment: {e}"))

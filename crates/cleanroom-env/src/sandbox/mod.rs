@@ -37,6 +37,7 @@ use crate::backend::{
 use crate::bounds::WalkLimits;
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
+use crate::files::Files;
 use crate::image;
 use crate::rootfs::RootFs;
 
@@ -145,6 +146,10 @@ pub struct SandboxEnv {
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl SandboxEnv {
+    fn rootfs(&self) -> &RootFs {
+        self.root.as_ref().expect("the root is open until destroy")
+    }
+
     fn create(home: &Path, image_root: &Path, spec: &EnvSpec) -> Result<SandboxEnv, EnvError> {
         if !image_root.join("usr").is_dir() {
             return Err(EnvError::NoImage(image_root.to_path_buf()));
@@ -289,8 +294,8 @@ impl Environment for SandboxEnv {
         self.limits
     }
 
-    fn root(&self) -> &RootFs {
-        self.root.as_ref().expect("the root is open until destroy")
+    fn files(&self) -> &dyn Files {
+        self.rootfs()
     }
 
     fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
@@ -339,7 +344,7 @@ impl Environment for SandboxEnv {
     fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
         let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
         let upper = keeper.root_path.with_file_name("disk").join("upper");
-        let made = self.root().made_by_harness();
+        let made = self.rootfs().made_by_harness();
         diff::upper_changes(&upper, &self.image_root, &made, WalkLimits::default(), cancel)
     }
 

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cleanroom_env::{Captured, LimitState, Limits};
+use cleanroom_env::{Captured, LimitState, Limits, RootFs};
 
 use super::*;
 use crate::task::{Check, Comparison, Selector, Stage, Step};
@@ -81,7 +81,7 @@ impl Environment for FakeEnv {
         Limits { memory: e, pids: e, disk: e }
     }
 
-    fn root(&self) -> &RootFs {
+    fn files(&self) -> &dyn cleanroom_env::Files {
         &self.root
     }
 
