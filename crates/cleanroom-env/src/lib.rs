@@ -4,6 +4,8 @@
 mod backend;
 mod cancel;
 mod error;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 pub mod image;
 mod output;
 mod registry;
