@@ -30,7 +30,7 @@ use crate::rootfs::RootFs;
 
 /// Answers a command: given the request and the host path of the
 /// environment's root.
-pub type Script = dyn Fn(&ExecRequest, &Path) -> Result<Reply, EnvError> + Send + Sync;
+type Script = dyn Fn(&ExecRequest, &Path) -> Result<Reply, EnvError> + Send + Sync;
 
 /// How a scripted command ended.
 #[derive(Debug, Clone)]
