@@ -5,6 +5,8 @@ mod backend;
 mod bounds;
 mod cancel;
 mod error;
+#[cfg(any(test, feature = "fake"))]
+pub mod fake;
 mod files;
 pub mod image;
 mod output;

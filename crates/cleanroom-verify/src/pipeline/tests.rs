@@ -1,49 +1,24 @@
-//! The step logic against a hand-written fake environment whose root is a
-//! real temporary directory and whose clock only moves when a step "runs".
+//! The step logic against the fake backend: the environment's root is a
+//! real temporary directory, and the clock only moves when a step "runs"
+//! (by what the script says it took).
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cleanroom_env::{Captured, LimitState, Limits, RootFs};
+use cleanroom_env::fake::{Call, FakeBackend, Reply};
+use cleanroom_env::{Backend, EnvSpec};
 
 use super::*;
 use crate::task::{Check, Comparison, Selector, Stage, Step};
 
-#[derive(Clone, Default)]
-struct FakeClock(Arc<AtomicU64>);
-
-impl Clock for FakeClock {
+/// The fake clock: what the commands so far took.
+impl Clock for FakeBackend {
     fn now(&self) -> Duration {
-        Duration::from_millis(self.0.load(Ordering::SeqCst))
+        self.elapsed()
     }
 }
 
-/// What a fake command does.
-struct Act {
-    status: ExitStatus,
-    seconds: u64,
-    stdout: String,
-}
-
-fn exited(code: i32, seconds: u64, stdout: &str) -> Act {
-    Act { status: ExitStatus::Exited(code), seconds, stdout: stdout.into() }
-}
-
-/// Given the request and the host path of the environment's root.
-type Script = Box<dyn Fn(&ExecRequest, &Path) -> Result<Act, EnvError> + Send + Sync>;
-
-struct FakeEnv {
-    root: RootFs,
-    clock: FakeClock,
-    script: Script,
-    requests: Mutex<Vec<ExecRequest>>,
-    phases: Vec<Network>,
-    /// The sealed paths of each phase.
-    sealed: Vec<Vec<String>>,
-    /// What the login shell prints (see LOGIN_ENV_SCRIPT).
-    login_env: Vec<u8>,
-    in_phase: bool,
-    ended: usize,
+fn exited(code: i32, seconds: u64, stdout: &str) -> Reply {
+    Reply::exit(code).after(Duration::from_secs(seconds)).stdout(stdout)
 }
 
 /// A login environment as a deployment may leave it: a venv on PATH, a
@@ -67,109 +42,58 @@ fn deployed_login_env() -> Vec<u8> {
     out
 }
 
-impl Environment for FakeEnv {
-    fn diff(&self, _: &CancelToken) -> Result<cleanroom_env::EnvDiff, EnvError> {
-        Ok(cleanroom_env::EnvDiff::default())
-    }
-
-    fn id(&self) -> &str {
-        "fake"
-    }
-
-    fn limits(&self) -> Limits {
-        let e = LimitState::Enforced;
-        Limits { memory: e, pids: e, disk: e }
-    }
-
-    fn files(&self) -> &dyn cleanroom_env::Files {
-        &self.root
-    }
-
-    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
-        assert!(options.mounts.is_empty(), "the verifier mounts nothing of the host");
-        assert!(!self.in_phase, "a phase is already running");
-        self.in_phase = true;
-        self.phases.push(network);
-        self.sealed.push(options.sealed.clone());
-        Ok(())
-    }
-
-    fn listen_loopback(&self, _port: u16) -> Result<std::net::TcpListener, EnvError> {
-        unreachable!("the verifier serves nothing to the environment")
-    }
-
-    fn exec(&self, req: &ExecRequest, _cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
-        assert!(self.in_phase, "exec outside a phase");
-        let act = if req.argv.last().is_some_and(|a| a == LOGIN_ENV_SCRIPT) {
-            assert_eq!(self.phases.len(), 1, "the login environment is read in a phase of its own, first");
-            Act { status: ExitStatus::Exited(0), seconds: 0, stdout: String::new() }
-        } else {
-            self.requests.lock().unwrap().push(req.clone());
-            (self.script)(req, self.root.host_path())?
-        };
-        self.clock.0.fetch_add(act.seconds * 1000, Ordering::SeqCst);
-        let mut stdout = Captured::new(req.output_limit);
-        if req.argv.last().is_some_and(|a| a == LOGIN_ENV_SCRIPT) {
-            stdout.push(&self.login_env);
-        }
-        stdout.push(act.stdout.as_bytes());
-        Ok(ExecOutcome {
-            status: act.status,
-            duration: Duration::from_secs(act.seconds),
-            stdout: stdout.clone(),
-            stderr: Captured::new(req.output_limit),
-            combined: stdout,
-        })
-    }
-
-    fn end_phase(&mut self) -> Result<(), EnvError> {
-        assert!(self.in_phase, "no phase to end");
-        self.in_phase = false;
-        self.ended += 1;
-        Ok(())
-    }
-
-    fn destroy(self: Box<Self>) -> Result<(), EnvError> {
-        Ok(())
-    }
+fn is_login_shell(req: &ExecRequest) -> bool {
+    req.argv.last().is_some_and(|a| a == LOGIN_ENV_SCRIPT)
 }
 
-/// A task directory, an environment root with an artifact, and a fake.
+/// A task directory, and a fake environment with an artifact.
 struct Fixture {
     _task: tempfile::TempDir,
-    _root: tempfile::TempDir,
+    _home: tempfile::TempDir,
     verify_dir: PathBuf,
-    env: FakeEnv,
-    clock: FakeClock,
+    backend: FakeBackend,
+    env: Box<dyn Environment>,
+    /// What the login shell prints (see LOGIN_ENV_SCRIPT).
+    login_env: Arc<Mutex<Vec<u8>>>,
     protected: Vec<String>,
 }
 
 const DEST: &str = "/workspace/artifact";
 
-fn fixture(script: Script) -> Fixture {
+/// `steps` answers every command but the login shell, which prints
+/// `Fixture::login_env`.
+fn fixture(
+    steps: impl Fn(&ExecRequest, &Path) -> Result<Reply, EnvError> + Send + Sync + 'static,
+) -> Fixture {
     let task = tempfile::tempdir().unwrap();
     let verify_dir = task.path().join("verify");
     std::fs::create_dir_all(verify_dir.join("data")).unwrap();
     std::fs::write(verify_dir.join("checks.toml"), "[[check]]\nexpect = 42\n").unwrap();
     std::fs::write(verify_dir.join("run.sh"), "#!/bin/sh\n").unwrap();
     std::fs::write(verify_dir.join("data/ref.txt"), "ref").unwrap();
-    let root_dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(root_dir.path().join("workspace/artifact/results")).unwrap();
-    std::fs::write(root_dir.path().join("workspace/artifact/results/old.csv"), "stale").unwrap();
-    std::fs::write(root_dir.path().join("workspace/artifact/main.py"), "print()").unwrap();
-    let clock = FakeClock::default();
-    let env = FakeEnv {
-        root: RootFs::open(root_dir.path()).unwrap(),
-        clock: clock.clone(),
-        script,
-        requests: Mutex::new(Vec::new()),
-        phases: Vec::new(),
-        sealed: Vec::new(),
-        login_env: b"no marker: the login shell printed nothing useful".to_vec(),
-        in_phase: false,
-        ended: 0,
+    let login_env = Arc::new(Mutex::new(b"no marker: the login shell printed nothing useful".to_vec()));
+    let printed = login_env.clone();
+    let home = tempfile::tempdir().unwrap();
+    let backend = FakeBackend::new(home.path(), move |req, root| {
+        if is_login_shell(req) {
+            return Ok(Reply::exit(0).stdout(printed.lock().unwrap().clone()));
+        }
+        steps(req, root)
+    });
+    let spec = EnvSpec {
+        image: "debian-12-minimal".into(),
+        cpus: 1,
+        memory_mb: 512,
+        disk_mb: 512,
+        pids_max: 64,
+        allow_unlimited: false,
     };
-    Fixture { _task: task, _root: root_dir, verify_dir, env, clock, protected: Vec::new() }
+    let env = backend.create(&spec).unwrap();
+    let root = backend.root_of(env.id());
+    std::fs::create_dir_all(root.join("workspace/artifact/results")).unwrap();
+    std::fs::write(root.join("workspace/artifact/results/old.csv"), "stale").unwrap();
+    std::fs::write(root.join("workspace/artifact/main.py"), "print()").unwrap();
+    Fixture { _task: task, _home: home, verify_dir, backend, env, login_env, protected: Vec::new() }
 }
 
 fn step(name: &str, stage: Stage, run: &str) -> Step {
@@ -206,26 +130,74 @@ impl Fixture {
         };
         let mut log = Vec::new();
         let cancel = CancelToken::new().unwrap();
-        let clock = self.clock.clone();
-        let verdict = pipeline.run_with_clock(&mut self.env, &cancel, &mut log, &clock);
+        let verdict = pipeline.run_with_clock(self.env.as_mut(), &cancel, &mut log, &self.backend);
+        self.assert_phases_kept_apart();
         (verdict, String::from_utf8(log).unwrap())
     }
 
+    /// What every run must hold: the verifier mounts nothing of the host,
+    /// and the login shell runs first, alone in a phase of its own.
+    fn assert_phases_kept_apart(&self) {
+        let mut phase = 0;
+        let mut in_phase = Vec::new();
+        for call in self.backend.calls() {
+            match call {
+                Call::BeganPhase { options, .. } => {
+                    assert!(options.mounts.is_empty(), "the verifier mounts nothing of the host");
+                    phase += 1;
+                }
+                Call::Exec { request, .. } => in_phase.push((phase, is_login_shell(&request))),
+                _ => {}
+            }
+        }
+        if in_phase.iter().any(|(_, login)| *login) {
+            assert_eq!(in_phase[0], (1, true), "the login shell runs first: {in_phase:?}");
+            assert!(in_phase[1..].iter().all(|(phase, _)| *phase > 1), "and alone: {in_phase:?}");
+        }
+    }
+
+    /// The commands of the steps (not the login shell).
     fn requests(&self) -> Vec<ExecRequest> {
-        self.env.requests.lock().unwrap().clone()
+        self.backend.requests().into_iter().filter(|r| !is_login_shell(r)).collect()
+    }
+
+    /// The network of each phase, in order.
+    fn phases(&self) -> Vec<Network> {
+        self.began().into_iter().map(|(network, _)| network).collect()
+    }
+
+    /// The sealed paths of each phase, in order.
+    fn sealed(&self) -> Vec<Vec<String>> {
+        self.began().into_iter().map(|(_, options)| options.sealed).collect()
+    }
+
+    fn began(&self) -> Vec<(Network, PhaseOptions)> {
+        let calls = self.backend.calls().into_iter();
+        calls
+            .filter_map(|c| match c {
+                Call::BeganPhase { network, options, .. } => Some((network, options)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Phases ended, and whether one is still running.
+    fn ended(&self) -> (usize, bool) {
+        let ended = self.backend.calls().iter().filter(|c| matches!(c, Call::EndedPhase { .. })).count();
+        (ended, self.began().len() > ended)
     }
 }
 
 /// A script that answers by command: "ok", "fail", "slow", "hang", or
 /// "write" (writes table.json into CLEANROOM_OUT).
-fn by_command() -> Script {
-    Box::new(|req, root| {
+fn by_command() -> impl Fn(&ExecRequest, &Path) -> Result<Reply, EnvError> + Send + Sync + 'static {
+    |req, root| {
         let script = req.argv.last().unwrap();
         Ok(match script.as_str() {
             "ok" => exited(0, 1, "all good\n"),
             "fail" => exited(3, 2, "it broke\n"),
             "slow" => exited(0, 60, "slow\n"),
-            "hang" => Act { status: ExitStatus::TimedOut, seconds: 30, stdout: "partial".into() },
+            "hang" => Reply::status(ExitStatus::TimedOut).after(Duration::from_secs(30)).stdout("partial"),
             "write" => {
                 let out = host(root, var(req, "CLEANROOM_OUT"));
                 std::fs::write(out.join("table.json"), r#"{"n64": {"err": 1.25e-4}}"#).unwrap();
@@ -233,7 +205,7 @@ fn by_command() -> Script {
             }
             other => panic!("unexpected command {other}"),
         })
-    })
+    }
 }
 
 fn json_check(name: &str) -> Check {
@@ -267,9 +239,8 @@ fn a_passing_pipeline_reaches_results() {
     assert_eq!(verdict.stage, crate::VerdictStage::Results);
     assert_eq!(verdict.steps[1].exit_code, Some(0));
     assert_eq!(verdict.steps[1].seconds, 1.0);
-    assert_eq!(f.env.phases, [Network::LoopbackOnly, Network::LoopbackOnly]);
-    assert_eq!(f.env.ended, 2);
-    assert!(!f.env.in_phase);
+    assert_eq!(f.phases(), [Network::LoopbackOnly, Network::LoopbackOnly]);
+    assert_eq!(f.ended(), (2, false));
     assert!(log.contains("== step 2/2: experiment (run)\n$ write\n-- passed: exit 0 after 1.000s\nchecksum: 0252ff0a0004de61\n"), "{log}");
     assert!(log.contains("PASS err: expected 1.23e-4 (rel_tol 0.05), observed 0.000125"), "{log}");
     assert!(log.ends_with("== verdict: passed, stage results\n"), "{log}");
@@ -305,7 +276,7 @@ fn steps_get_the_documented_environment() {
 fn verify_files_but_checks_toml_are_copied_in_and_out_starts_empty() {
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let seen2 = seen.clone();
-    let mut f = fixture(Box::new(move |req, root| {
+    let mut f = fixture(move |req, root| {
         let verify = host(root, var(req, "CLEANROOM_VERIFY"));
         let out = host(root, var(req, "CLEANROOM_OUT"));
         let mut s = seen2.lock().unwrap();
@@ -314,7 +285,7 @@ fn verify_files_but_checks_toml_are_copied_in_and_out_starts_empty() {
         s.push(std::fs::read_to_string(verify.join("data/ref.txt")).unwrap());
         s.push(format!("out:{}", std::fs::read_dir(out).unwrap().count()));
         Ok(exited(0, 1, ""))
-    }));
+    });
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     assert_eq!(*seen.lock().unwrap(), ["checks.toml:false", "run.sh:true", "ref", "out:0"]);
@@ -348,7 +319,7 @@ fn the_first_failing_step_ends_the_steps_but_every_check_is_evaluated() {
     assert!(!verdict.passed);
     assert!(log.contains("-- failed: exit 3 after 2.000s\nit broke\n"), "{log}");
     assert!(log.contains("== step 3/3: later (run)\n$ ok\n-- not run: an earlier step failed\n"), "{log}");
-    assert_eq!(f.env.ended, 2);
+    assert_eq!(f.ended(), (2, false));
 }
 
 #[test]
@@ -362,11 +333,11 @@ fn a_missing_output_says_missing() {
 
 #[test]
 fn a_linked_output_is_not_followed() {
-    let mut f = fixture(Box::new(|req, root| {
+    let mut f = fixture(|req, root| {
         let out = host(root, var(req, "CLEANROOM_OUT"));
         std::os::unix::fs::symlink("/etc/passwd", out.join("table.json")).unwrap();
         Ok(exited(0, 1, ""))
-    }));
+    });
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![json_check("err")] };
     let verdict = f.run(&spec, 900, false).0.unwrap();
     assert!(!verdict.checks[0].passed);
@@ -439,13 +410,13 @@ fn a_timed_out_step_keeps_its_partial_output() {
 
 #[test]
 fn clean_removes_matching_artifact_paths_from_the_host_before_the_step() {
-    let mut f = fixture(Box::new(|_req, root| {
+    let mut f = fixture(|_req, root| {
         let results = root.join("workspace/artifact/results");
         assert!(results.is_dir());
         assert!(!results.join("old.csv").exists(), "cleaned before the step");
         assert!(root.join("workspace/artifact/main.py").exists());
         Ok(exited(0, 1, ""))
-    }));
+    });
     let mut s = step("experiment", Stage::Run, "x");
     s.clean = vec!["results/**".into()];
     let spec = VerifySpec { steps: vec![s], checks: vec![] };
@@ -459,8 +430,8 @@ fn clean_never_follows_a_linked_artifact() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::create_dir(outside.path().join("results")).unwrap();
     std::fs::write(outside.path().join("results/keep"), "keep").unwrap();
-    let mut f = fixture(Box::new(|_, _| Ok(exited(0, 1, ""))));
-    let artifact = f.env.root.host_path().join("workspace/artifact");
+    let mut f = fixture(|_, _| Ok(exited(0, 1, "")));
+    let artifact = f.backend.root_of(f.env.id()).join("workspace/artifact");
     std::fs::remove_dir_all(&artifact).unwrap();
     std::os::unix::fs::symlink(outside.path(), &artifact).unwrap();
     let mut s = step("experiment", Stage::Run, "x");
@@ -474,8 +445,8 @@ fn clean_never_follows_a_linked_artifact() {
 
 #[test]
 fn a_tree_too_deep_to_clean_fails_the_step_not_the_harness() {
-    let mut f = fixture(Box::new(|_, _| Ok(exited(0, 1, ""))));
-    let mut deep = f.env.root.host_path().join("workspace/artifact/results");
+    let mut f = fixture(|_, _| Ok(exited(0, 1, "")));
+    let mut deep = f.backend.root_of(f.env.id()).join("workspace/artifact/results");
     for _ in 0..cleanroom_env::MAX_DEPTH + 5 {
         deep = deep.join("d");
     }
@@ -495,37 +466,31 @@ fn network_follows_verify_network() {
     let mut f = fixture(by_command());
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, true).0.unwrap();
-    assert_eq!(f.env.phases, [Network::LoopbackOnly, Network::Outbound]);
+    assert_eq!(f.phases(), [Network::LoopbackOnly, Network::Outbound]);
 }
 
 #[test]
 fn an_environment_failure_is_an_error_and_the_phase_still_ends() {
-    let mut f =
-        fixture(Box::new(|_, _| Err(EnvError::Command { program: "fake".into(), detail: "broken".into() })));
+    let mut f = fixture(|_, _| Err(EnvError::Command { program: "fake".into(), detail: "broken".into() }));
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     assert!(f.run(&spec, 900, false).0.is_err());
-    assert_eq!(f.env.ended, 2);
-    assert!(!f.env.in_phase);
+    assert_eq!(f.ended(), (2, false));
 }
 
 #[test]
 fn a_cancel_is_an_error_and_the_phase_still_ends() {
-    let mut f = fixture(Box::new(|_, _| {
-        Ok(Act { status: ExitStatus::Cancelled, seconds: 1, stdout: String::new() })
-    }));
+    let mut f = fixture(|_, _| Ok(Reply::status(ExitStatus::Cancelled).after(Duration::from_secs(1))));
     let spec =
         VerifySpec { steps: vec![step("a", Stage::Run, "ok"), step("b", Stage::Run, "ok")], checks: vec![] };
     let err = f.run(&spec, 900, false).0.unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     assert_eq!(f.requests().len(), 1);
-    assert_eq!(f.env.ended, 2);
+    assert_eq!(f.ended(), (2, false));
 }
 
 #[test]
 fn a_signal_is_a_failure_with_the_shell_code() {
-    let mut f = fixture(Box::new(|_, _| {
-        Ok(Act { status: ExitStatus::Signaled(9), seconds: 1, stdout: String::new() })
-    }));
+    let mut f = fixture(|_, _| Ok(Reply::status(ExitStatus::Signaled(9)).after(Duration::from_secs(1))));
     let spec = VerifySpec { steps: vec![step("a", Stage::Setup, "ok")], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     let verdict = verdict.unwrap();
@@ -538,7 +503,7 @@ fn a_signal_is_a_failure_with_the_shell_code() {
 #[test]
 fn steps_get_the_login_variables_but_none_of_its_hooks() {
     let mut f = fixture(by_command());
-    f.env.login_env = deployed_login_env();
+    *f.login_env.lock().unwrap() = deployed_login_env();
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     verdict.unwrap();
@@ -568,9 +533,10 @@ fn the_verifier_and_the_protected_files_are_sealed_during_the_steps() {
     let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     let req = &f.requests()[0];
-    assert_eq!(f.env.sealed[0], Vec::<String>::new(), "the login phase seals nothing");
+    let sealed = f.sealed();
+    assert_eq!(sealed[0], Vec::<String>::new(), "the login phase seals nothing");
     assert_eq!(
-        f.env.sealed[1],
+        sealed[1],
         [
             format!("{DEST}/main.py"),
             format!("{DEST}/results/old.csv"),
