@@ -3,18 +3,19 @@
 //! their spread (see cleanroom_runner::calibrate); `--write` puts the
 //! proposals into verify/checks.toml, keeping its comments and layout.
 
-use std::sync::mpsc;
+use std::convert::Infallible;
 
 use cleanroom_agent::AgentSpec;
 use cleanroom_env::CancelToken;
 use cleanroom_runner::calibrate::{prediction_interval, propose, Proposal};
-use cleanroom_runner::{plan, AgentEntry, Event, Todo};
+use cleanroom_runner::{AgentEntry, EventKind, NothingKept, Plan};
 use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_task::{load_task, Comparison, Task};
 
 use crate::args::TasksCalibrateArgs;
 use crate::error::{input, internal, CliError};
-use crate::{interrupt, prepare};
+use crate::interrupt;
+use crate::prepare::{self, ToolSetup};
 
 pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
     if args.runs < 2 {
@@ -24,23 +25,21 @@ pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
         .iter()
         .map(|d| load_task(d))
         .collect::<Result<Vec<Task>, _>>()?;
-    let prepared = prepare::prepare(prepare::backend(&args.backend)?, &tasks, "calibrate")?;
+    let setup = ToolSetup::prepare(&args.backend, &tasks, "calibrate")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let oracle = [AgentEntry { spec: AgentSpec::Oracle, spec_text: "oracle".into(), id: "oracle".into() }];
-    let run_input = prepared.tool_input(&tasks, &oracle, args.runs, args.jobs, &cancel);
-    let (tx, rx) = mpsc::channel();
+    let run_input = setup.input(&tasks, &oracle, args.runs, args.jobs, &cancel);
     let mut records = Vec::new();
-    std::thread::scope(|scope| {
-        let todo = plan(&tasks, &oracle, args.runs).into_iter().map(Todo::new).collect();
-        scope.spawn(|| cleanroom_runner::run(&run_input, todo, tx));
-        for event in rx {
-            if let Event::TrialFinished { record, .. } = event {
-                eprintln!("{}", cleanroom_report::trial_line(&record));
-                records.push(record);
-            }
+    let plan = Plan::resume(&run_input, &NothingKept);
+    let ran = cleanroom_runner::run(&run_input, plan, &mut |event| -> Result<(), Infallible> {
+        if let EventKind::TrialFinished { record, .. } = &event.kind {
+            eprintln!("{}", cleanroom_report::trial_line(record));
+            records.push(record.clone());
         }
+        Ok(())
     });
+    let Ok(()) = ran;
     if cancel.is_cancelled() {
         return Err(CliError::Interrupted("(calibrate keeps nothing: run it again)".into()));
     }

@@ -11,7 +11,8 @@ use cleanroom_task::{dir_name, load_task};
 
 use crate::args::TasksCheckArgs;
 use crate::error::{input, internal, CliError};
-use crate::{interrupt, prepare};
+use crate::interrupt;
+use crate::prepare::{self, ToolSetup};
 
 pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
     let started = Instant::now();
@@ -34,12 +35,11 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
             }
         }
     }
-    let backend = prepare::backend(&args.backend)?;
-    let prepared = prepare::prepare(backend, &tasks, "check")?;
+    let setup = ToolSetup::prepare(&args.backend, &tasks, "check")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
-    let run_input = prepared.tool_input(&tasks, &[], 1, args.jobs, &cancel);
-    let checked = check_tasks(&run_input, !args.no_run, &|c| {
+    let run_input = setup.input(&tasks, &[], 1, args.jobs, &cancel);
+    let checked = check_tasks(&run_input, !args.no_run, &mut |c| {
         eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
     });
     if cancel.is_cancelled() {

@@ -1,11 +1,8 @@
-//! `cleanroom index rebuild`, and the run's writes to the results index
-//! (`<out>/index.sqlite`). The run directories are the source of truth: a
-//! failed index write is a warning, never a lost result, since the index
-//! can be rebuilt from them.
+//! `cleanroom index rebuild`: the results index (`<out>/index.sqlite`)
+//! made again from the run directories, its source of truth. A run's own
+//! writes to it are a reporter's (reporter/index.rs).
 
-use std::path::Path;
-
-use cleanroom_store::{Index, RunConfig, RunDir, TrialRecord};
+use cleanroom_store::Index;
 
 use crate::args::IndexRebuildArgs;
 use crate::error::{input, CliError};
@@ -26,38 +23,4 @@ pub fn rebuild(args: IndexRebuildArgs) -> Result<(), CliError> {
         report.skipped.len()
     );
     Ok(())
-}
-
-/// Opens the index beside the run and records the run with the trials it
-/// already has (a resumed run's, including any whose index write a kill
-/// cut off). None, with a warning, when the index cannot be written.
-pub fn open_for_run(run_dir: &RunDir, config: &RunConfig, existing: &[TrialRecord]) -> Option<Index> {
-    let out = match run_dir.path().parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let opened = Index::open(out).and_then(|index| {
-        index.record_results(config, run_dir.path(), existing)?;
-        Ok(index)
-    });
-    match opened {
-        Ok(index) => Some(index),
-        Err(e) => {
-            warn(&e);
-            None
-        }
-    }
-}
-
-/// Records a trial whose result.json is written.
-pub fn record_trial(index: Option<&Index>, run_dir: &RunDir, record: &TrialRecord) {
-    if let Some(index) = index {
-        if let Err(e) = index.record_trial(&run_dir.run_id(), record) {
-            warn(&e);
-        }
-    }
-}
-
-fn warn(e: &dyn std::fmt::Display) {
-    eprintln!("cleanroom: warning: {e} (results are kept in the run directory; `cleanroom index rebuild` restores the index)");
 }

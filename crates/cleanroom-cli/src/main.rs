@@ -11,6 +11,7 @@ mod interrupt;
 mod new_cmd;
 mod prepare;
 mod report_cmd;
+mod reporter;
 mod run_cmd;
 mod tasks_cmd;
 

@@ -1,30 +1,54 @@
-//! What every command that runs environments does first: sweep what dead
-//! runs left, make the backend, have every image the tasks name (built on
-//! first use) and stage every task's artifact on the host.
+//! What every command that runs environments does first: make the backend,
+//! then have the runner prepare the tasks (sweep what dead runs left, make
+//! every image ready, stage every artifact), its progress printed.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cleanroom_env::{image, open_backend, Backend, CancelToken};
-use cleanroom_runner::{stage_artifacts, AgentEntry, AgentSetup, RunInput, Staged};
+use cleanroom_runner::{AgentEntry, AgentSetup, Prepared, RunInput};
 use cleanroom_task::Task;
 
 use crate::error::{input, CliError};
+use crate::reporter::preparation_line;
 
-pub struct Prepared {
-    pub backend: Box<dyn Backend>,
-    /// Image name → its digest, for the record.
-    pub image_digests: BTreeMap<String, String>,
-    pub artifacts: Staged,
-    staging: PathBuf,
-    /// What the task tools' agents (oracle, nop) get: nothing.
-    tool_agents: AgentSetup,
+/// The backend alone, so that a host that cannot run environments is told
+/// before anything is written.
+pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
+    Ok(open_backend(name, &image::cleanroom_home())?)
 }
 
-impl Prepared {
-    /// Input for the task tools (check, calibrate): default budgets, limits
-    /// enforced, the gate off.
-    pub fn tool_input<'a>(
+/// Prepares `tasks` on `backend` (cleanroom_runner::prepare), printing its
+/// progress; `label` names this process's staging directory.
+pub fn prepare(backend: &dyn Backend, tasks: &[Task], label: &str) -> Result<Prepared, CliError> {
+    let home = image::cleanroom_home();
+    let staging = home.join("staging").join(format!("{label}-{}", std::process::id()));
+    let prepared = cleanroom_runner::prepare(backend, tasks, &home.join("cache"), staging, &mut |event| {
+        if let cleanroom_runner::EventKind::Preparing(step) = &event.kind {
+            eprintln!("{}", preparation_line(step));
+        }
+    })?;
+    Ok(prepared)
+}
+
+/// What the task tools (check, calibrate) run with: the backend, what it
+/// prepared, and the setup of their agents (oracle, nop), which is none.
+pub struct ToolSetup {
+    backend: Box<dyn Backend>,
+    prepared: Prepared,
+    agents: AgentSetup,
+}
+
+impl ToolSetup {
+    /// Opens the backend `name` and prepares `tasks` on it.
+    pub fn prepare(name: &str, tasks: &[Task], label: &str) -> Result<ToolSetup, CliError> {
+        let backend = backend(name)?;
+        let prepared = prepare(backend.as_ref(), tasks, label)?;
+        Ok(ToolSetup { backend, prepared, agents: AgentSetup::default() })
+    }
+
+    /// Input for the task tools: default budgets, limits enforced, the
+    /// gate off.
+    pub fn input<'a>(
         &'a self,
         tasks: &'a [Task],
         agents: &'a [AgentEntry],
@@ -40,45 +64,12 @@ impl Prepared {
             retries: 1,
             timeout_multiplier: 1.0,
             allow_unlimited: false,
-            agent_setup: &self.tool_agents,
+            agent_setup: &self.agents,
             backend: self.backend.as_ref(),
-            artifacts: &self.artifacts,
+            artifacts: &self.prepared.artifacts,
             cancel: cancel.clone(),
         }
     }
-}
-
-impl Drop for Prepared {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.staging);
-    }
-}
-
-/// The backend alone, so that a host that cannot run environments is told
-/// before anything is written.
-pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
-    Ok(open_backend(name, &image::cleanroom_home())?)
-}
-
-/// Prepares `tasks` for `backend`; `label` names the staging directory.
-pub fn prepare(backend: Box<dyn Backend>, tasks: &[Task], label: &str) -> Result<Prepared, CliError> {
-    let home = image::cleanroom_home();
-    let swept = backend.sweep()?;
-    if !swept.environments.is_empty() {
-        eprintln!("cleanroom: removed {} environment(s) left by a dead run", swept.environments.len());
-    }
-    let mut names: Vec<&str> = tasks.iter().map(|t| t.spec.environment.image.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    let image_digests = backend
-        .prepare_images(&names, &mut |line| eprintln!("image: {line}"))?
-        .into_iter()
-        .map(|img| (img.name, img.digest))
-        .collect();
-    let staging = home.join("staging").join(format!("{label}-{}", std::process::id()));
-    let refs: Vec<&Task> = tasks.iter().collect();
-    let artifacts = stage_artifacts(&refs, &home.join("cache"), &staging, &mut |line| eprintln!("{line}"));
-    Ok(Prepared { backend, image_digests, artifacts, staging, tool_agents: AgentSetup::default() })
 }
 
 /// The task directories that DIRS name: a directory holding task.toml is

@@ -1,23 +1,23 @@
-//! `cleanroom run`: prepare (sweep, images, artifacts, run directory), run
-//! the trials, and consume the runner's events: result files, progress
-//! lines, summary.json after every trial, the table at the end.
+//! `cleanroom run`: the configuration (fresh or resumed), the runner's
+//! preparation, the run directory and run.toml, then the run, its events
+//! handed to the reporters (the run directory, the index, the terminal,
+//! summary.json), and the table at the end.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 use cleanroom_agent::{AgentSpec, Config, GateMode};
 use cleanroom_env::CancelToken;
-use cleanroom_report::{summary_table, trial_line};
-use cleanroom_runner::{plan, AgentEntry, AgentSetup, Event, RunInput, Todo};
+use cleanroom_report::summary_table;
+use cleanroom_runner::{AgentEntry, AgentSetup, Plan, RunInput};
 use cleanroom_store::{
-    agent_ids, make_out_dir, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir,
-    Summary, TrialRecord,
+    agent_ids, make_out_dir, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary,
 };
 use cleanroom_task::{load_tasks, Task};
 
 use crate::args::{Gate, RunArgs};
 use crate::error::{input, internal, CliError};
+use crate::reporter::{report_to, IndexReporter, Reporter, RunDirReporter, SummaryReporter, Terminal};
 use crate::{interrupt, prepare};
 
 /// What a fresh run takes where a flag is not given.
@@ -49,7 +49,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     if existing.is_none() {
         make_out_dir(out)?;
     }
-    let prepared = prepare::prepare(backend, &tasks, &config.run_id)?;
+    let prepared = prepare::prepare(backend.as_ref(), &tasks, &config.run_id)?;
     let agent_setup = AgentSetup {
         installed: cleanroom_agent::external::install_all(
             &cleanroom_env::image::cleanroom_home(),
@@ -70,7 +70,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         Some(dir) => dir,
         None => RunDir::create(out, &config.run_id)?,
     };
-    config.images.extend(prepared.image_digests.clone());
+    config.images.extend(prepared.images.iter().map(|img| (img.name.clone(), img.digest.clone())));
     for (id, staged) in &prepared.artifacts {
         match staged {
             Ok(s) => {
@@ -89,21 +89,6 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     }
     run_dir.write_run_config(&config)?;
 
-    let planned = plan(&tasks, &agents, config.trials);
-    // A resumed trial's attempts go on from those its run kept.
-    let todo: Vec<Todo> = planned
-        .iter()
-        .filter(|k| !run_dir.has_result(&k.task, &k.agent_id, k.trial))
-        .map(|k| Todo { key: k.clone(), first_attempt: run_dir.next_attempt(&k.task, &k.agent_id, k.trial) })
-        .collect();
-    eprintln!(
-        "cleanroom: run {} in {}: {} trial(s) to run of {}",
-        run_dir.run_id(),
-        run_dir.path().display(),
-        todo.len(),
-        planned.len()
-    );
-
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let run_input = RunInput {
@@ -115,35 +100,26 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         timeout_multiplier: config.timeout_multiplier,
         allow_unlimited: config.allow_unlimited,
         agent_setup: &agent_setup,
-        backend: prepared.backend.as_ref(),
+        backend: backend.as_ref(),
         artifacts: &prepared.artifacts,
         cancel: cancel.clone(),
     };
-    let (tx, rx) = mpsc::channel();
-    let mut records = run_dir.load_results()?;
-    let index = crate::index_cmd::open_for_run(&run_dir, &config, &records);
-    let mut interrupted = false;
-    let mut write_error = None;
-    std::thread::scope(|scope| {
-        scope.spawn(|| cleanroom_runner::run(&run_input, todo, tx));
-        for event in rx {
-            match consume(&run_dir, index.as_ref(), event, &mut records, planned.len()) {
-                Ok(Some(was_interrupted)) => interrupted = was_interrupted,
-                Ok(None) => {}
-                Err(e) => {
-                    // Nothing recorded is lost: stop the run, keep what is written.
-                    cancel.cancel();
-                    write_error.get_or_insert(e);
-                }
-            }
-        }
-    });
+    let kept = run_dir.load_results()?;
+    // The run directory first: the index and the summary count only what
+    // it recorded.
+    let mut results = RunDirReporter::new(&run_dir);
+    let mut index = IndexReporter::open(&run_dir, &config, &kept);
+    let mut terminal = Terminal::new(std::io::stderr(), run_dir.run_id(), run_dir.path());
+    let mut summary = SummaryReporter::new(&run_dir, kept);
+    let mut reporters: [&mut dyn Reporter; 4] = [&mut results, &mut index, &mut terminal, &mut summary];
+    // A resumed run does the trials without a result, numbering attempts
+    // on from those its run kept.
+    let plan = Plan::resume(&run_input, &run_dir);
+    cleanroom_runner::run(&run_input, plan, &mut |event| report_to(&mut reporters, event))?;
     drop(prepared);
-    if let Some(e) = write_error {
-        return Err(e);
-    }
+    let interrupted = cancel.is_cancelled();
 
-    let summary = Summary::from_records(&records, planned.len());
+    let summary = summary.summary();
     println!("{}", summary_table(&summary));
     println!("results: {}", run_dir.path().display());
     if interrupted {
@@ -156,37 +132,6 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-/// Handles one event; Some(interrupted) at the end of the run.
-fn consume(
-    run_dir: &RunDir,
-    index: Option<&cleanroom_store::Index>,
-    event: Event,
-    records: &mut Vec<TrialRecord>,
-    planned: usize,
-) -> Result<Option<bool>, CliError> {
-    match event {
-        Event::Preparing(what) => eprintln!("{what}"),
-        Event::Planned { .. } => {}
-        Event::TrialStarted { key, attempt } => {
-            let again = if attempt > 1 { format!(" (attempt {attempt})") } else { String::new() };
-            eprintln!("start {} {} #{}{again}", key.task, key.agent_id, key.trial);
-        }
-        Event::AttemptFailed { record, files } => {
-            run_dir.write_attempt(&record, &files)?;
-            eprintln!("{}", trial_line(&record));
-        }
-        Event::TrialFinished { record, files } => {
-            run_dir.write_result(&record, &files)?;
-            crate::index_cmd::record_trial(index, run_dir, &record);
-            eprintln!("{}", trial_line(&record));
-            records.push(record);
-            run_dir.write_summary(&Summary::from_records(records, planned))?;
-        }
-        Event::Finished { interrupted } => return Ok(Some(interrupted)),
-    }
-    Ok(None)
 }
 
 fn overall_rate(summary: &Summary) -> f64 {

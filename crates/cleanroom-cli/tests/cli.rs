@@ -434,6 +434,25 @@ fn every_attempt_of_a_retried_trial_keeps_its_record_and_files() {
     );
     tokens.push(std::fs::read_to_string(trial.join("agent.log")).unwrap());
     assert!(tokens.iter().all(|t| t.contains("token ")), "{tokens:?}");
+    // The terminal follows the runner's events: the plan, then each
+    // attempt's start and its end.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let progress: Vec<&str> = stderr
+        .lines()
+        .filter(|l| ["cleanroom: run ", "start ", "ERROR "].iter().any(|p| l.starts_with(p)))
+        .map(|l| l.split("  infra_error").next().unwrap())
+        .collect();
+    assert!(progress[0].ends_with(": 1 trial(s) to run of 1"), "{stderr}");
+    let attempt = |k: u32| if k > 1 { format!(" (attempt {k})") } else { String::new() };
+    let expected: Vec<String> = (1..=3)
+        .flat_map(|k| {
+            [
+                format!("start no-verify script-token-sh #1{}", attempt(k)),
+                format!("ERROR no-verify  script-token-sh #1{}", attempt(k)),
+            ]
+        })
+        .collect();
+    assert_eq!(progress[1..], expected, "{stderr}");
     tokens.sort();
     tokens.dedup();
     assert_eq!(tokens.len(), 3, "each attempt has its own agent.log");

@@ -23,12 +23,12 @@ pub fn stage_artifacts(
     tasks: &[&Task],
     cache: &Path,
     staging: &Path,
-    progress: &mut dyn FnMut(String),
+    staging_task: &mut dyn FnMut(&Task),
 ) -> Staged {
     tasks
         .iter()
         .map(|task| {
-            progress(format!("artifact of {}: {}", task.id, task.spec.artifact.source.kind()));
+            staging_task(task);
             (task.id.clone(), stage_one(task, cache, &staging.join(&task.id)))
         })
         .collect()

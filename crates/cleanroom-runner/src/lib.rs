@@ -1,7 +1,9 @@
-//! The runner: trials = tasks × agents × trials, run `jobs` at a time, each
-//! attempt that ends in infra_error retried, up to `retries + 1` attempts a
-//! trial in all (a resumed run counts those already kept). It emits
-//! [`Event`]s and nothing else; the caller decides what to print and write.
+//! The runner owns a run: it prepares (sweep, images, artifacts), plans
+//! trials = tasks × agents × trials less what an earlier run kept, runs
+//! them `jobs` at a time, each attempt that ends in infra_error retried, up
+//! to `retries + 1` attempts a trial in all (a resumed run counts those
+//! already kept). It emits [`Event`]s and nothing else; reporters, the
+//! caller's, decide what to print and write.
 
 mod artifacts;
 pub mod calibrate;
@@ -10,25 +12,28 @@ pub mod classify_tags;
 pub mod classify_trajectory;
 mod env_diff;
 mod event;
+mod plan;
+mod prepare;
+mod schedule;
+#[cfg(test)]
+mod testing;
 mod trial;
 mod vet;
 
 pub use artifacts::{stage_artifacts, Staged, StagedArtifact};
-pub use event::{Event, Todo, TrialFile, TrialKey};
+pub use event::{Event, EventKind, Phase, Preparation, Todo, TrialFile, TrialKey};
+pub use plan::{plan, Kept, NothingKept, Plan};
+pub use prepare::{prepare, Prepared};
+pub use schedule::run;
 pub use trial::PIDS_MAX;
 pub use vet::{check_tasks, Finding, Severity, TaskCheck};
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::mpsc::Sender;
-use std::sync::Mutex;
 
 use cleanroom_agent::{AgentContext, AgentSpec, Config, GateMode};
 use cleanroom_env::{Backend, CancelToken};
-use cleanroom_store::Outcome;
 use cleanroom_task::Task;
-
-use crate::trial::AttemptEnd;
 
 /// An agent of the run: its parsed SPEC, the SPEC as given, its id.
 #[derive(Debug, Clone)]
@@ -38,7 +43,7 @@ pub struct AgentEntry {
     pub id: String,
 }
 
-/// Everything one run needs.
+/// Everything one run needs; `artifacts` from [`prepare`].
 pub struct RunInput<'a> {
     pub tasks: &'a [Task],
     pub agents: &'a [AgentEntry],
@@ -88,74 +93,6 @@ impl AgentSetup {
             gate: self.gate,
             time_multiplier,
             installed: &self.installed,
-        }
-    }
-}
-
-/// Every trial of the run in a stable order: task, then agent, then number.
-pub fn plan(tasks: &[Task], agents: &[AgentEntry], trials: u32) -> Vec<TrialKey> {
-    let mut keys = Vec::new();
-    for task in tasks {
-        for agent in agents {
-            for trial in 1..=trials {
-                keys.push(TrialKey { task: task.id.clone(), agent_id: agent.id.clone(), trial });
-            }
-        }
-    }
-    keys
-}
-
-/// Runs `todo` (from [`plan`], less what a resumed run already has) and
-/// sends every event to `events`. Returns when every trial has a record or
-/// the cancel token fired and the running trials have stopped.
-pub fn run(input: &RunInput, todo: Vec<Todo>, events: Sender<Event>) {
-    let _ = events.send(Event::Planned { trials: todo.len() });
-    let queue = Mutex::new(VecDeque::from(todo));
-    std::thread::scope(|scope| {
-        for _ in 0..input.jobs.max(1) {
-            let events = events.clone();
-            let queue = &queue;
-            scope.spawn(move || loop {
-                if input.cancel.is_cancelled() {
-                    return;
-                }
-                let Some(todo) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
-                    return;
-                };
-                run_trial(input, &todo, &events);
-            });
-        }
-    });
-    let _ = events.send(Event::Finished { interrupted: input.cancel.is_cancelled() });
-}
-
-fn run_trial(input: &RunInput, todo: &Todo, events: &Sender<Event>) {
-    let key = &todo.key;
-    let (Some(task), Some(agent)) =
-        (input.tasks.iter().find(|t| t.id == key.task), input.agents.iter().find(|a| a.id == key.agent_id))
-    else {
-        return;
-    };
-    // A trial always gets one attempt, even if the kept ones used up its
-    // retries.
-    let last = (input.retries + 1).max(todo.first_attempt);
-    for attempt in todo.first_attempt..=last {
-        let _ = events.send(Event::TrialStarted { key: key.clone(), attempt });
-        match trial::attempt(input, task, agent, key, attempt, false) {
-            AttemptEnd::Interrupted => return,
-            AttemptEnd::Done(done) => {
-                let trial::Attempt { record, files, .. } = *done;
-                let retry =
-                    record.outcome == Outcome::InfraError && attempt < last && !input.cancel.is_cancelled();
-                let _ = events.send(if retry {
-                    Event::AttemptFailed { record, files }
-                } else {
-                    Event::TrialFinished { record, files }
-                });
-                if !retry {
-                    return;
-                }
-            }
         }
     }
 }

@@ -12,7 +12,7 @@ use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Verdi
 
 use crate::classify::{classify, stop_reason};
 use crate::env_diff;
-use crate::event::{TrialFile, TrialKey};
+use crate::event::{Phase, TrialFile, TrialKey};
 use crate::{AgentEntry, RunInput};
 
 /// Process limit of every environment (the task format has no key for it).
@@ -53,6 +53,7 @@ pub(crate) fn attempt(
     key: &TrialKey,
     attempt: u32,
     verify_twice: bool,
+    phase: &dyn Fn(Phase),
 ) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
     let ctx = input.agent_setup.context(input.timeout_multiplier);
@@ -68,7 +69,7 @@ pub(crate) fn attempt(
     }
     let mut files = Vec::new();
     let mut repeat = verify_twice.then(|| Err("not run".to_string()));
-    match run(input, task, agent, &mut record, &mut files, &mut repeat) {
+    match run(input, task, agent, &mut record, &mut files, &mut repeat, phase) {
         Ok(true) => {
             record.finished_at = cleanroom_store::rfc3339_utc_now();
             AttemptEnd::Done(Box::new(Attempt { record, files, repeat }))
@@ -94,6 +95,7 @@ fn run(
     record: &mut TrialRecord,
     files: &mut Vec<TrialFile>,
     repeat: &mut Option<Result<Verdict, String>>,
+    phase: &dyn Fn(Phase),
 ) -> Result<bool, EnvError> {
     let staged = match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => staged,
@@ -120,6 +122,7 @@ fn run(
     populate_workspace(env.as_ref(), task, &staged.dir)?;
     record.timings.environment = started.elapsed().as_secs_f64();
 
+    phase(Phase::Agent);
     let agent_run = run_agent(&agent.spec, task, env.as_ref(), &ctx, &input.cancel);
     // Every process the agent started dies here, on every path.
     let ended = env.end_phase();
@@ -134,6 +137,7 @@ fn run(
     record.stop_reason = stop_reason(agent_run.stop);
     record.exit_code = agent_run.exit_code;
 
+    phase(Phase::Verify);
     let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
     let diff = env.diff(&input.cancel)?;

@@ -6,17 +6,20 @@ mod lint;
 
 pub use lint::{Finding, Severity};
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::convert::Infallible;
 
 use cleanroom_agent::AgentSpec;
 use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_task::Task;
 use cleanroom_verify::Verdict;
 
-use crate::event::TrialKey;
-use crate::trial::{self, AttemptEnd};
+use crate::event::{EventKind, Todo, TrialKey};
+use crate::plan::Plan;
 use crate::{AgentEntry, RunInput};
+
+/// The agents of a check, by SPEC (which is also their id).
+const ORACLE: &str = "oracle";
+const NOP: &str = "nop";
 
 /// What `tasks check` found for one task.
 #[derive(Debug)]
@@ -40,30 +43,47 @@ impl TaskCheck {
 }
 
 /// Checks every task of `input`; with `run` false only what needs no
-/// environment (schema, artifact, leaks). `done` hears of each task as it
-/// finishes. Tasks are checked `input.jobs` at a time.
-pub fn check_tasks(input: &RunInput, run: bool, done: &(dyn Fn(&TaskCheck) + Sync)) -> Vec<TaskCheck> {
-    let queue = Mutex::new(input.tasks.iter().collect::<VecDeque<_>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..input.jobs.max(1) {
-            scope.spawn(|| loop {
-                if input.cancel.is_cancelled() {
-                    return;
-                }
-                let Some(task) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else { return };
-                let check = check_task(input, task, run);
-                done(&check);
-                results.lock().unwrap_or_else(|p| p.into_inner()).push(check);
-            });
+/// environment (schema, artifact, leaks). A task that passes those gets
+/// two trials, the oracle's (verified twice) and nop's, run by the runner
+/// `input.jobs` at a time, one attempt each. `done` hears of each task as
+/// its check is complete.
+pub fn check_tasks(input: &RunInput, run: bool, done: &mut dyn FnMut(&TaskCheck)) -> Vec<TaskCheck> {
+    let mut checks: Vec<TaskCheck> = input.tasks.iter().map(|task| lint_task(input, task)).collect();
+    let mut todo = Vec::new();
+    for check in &checks {
+        if run && check.errors() == 0 {
+            let key = |agent: &str| TrialKey { task: check.task.clone(), agent_id: agent.into(), trial: 1 };
+            todo.push(Todo { verify_twice: true, ..Todo::new(key(ORACLE)) });
+            todo.push(Todo::new(key(NOP)));
+        } else {
+            done(check);
         }
+    }
+    let agent = |spec, id: &str| AgentEntry { spec, spec_text: id.into(), id: id.into() };
+    let agents = [agent(AgentSpec::Oracle, ORACLE), agent(AgentSpec::Nop, NOP)];
+    let input = RunInput { agents: &agents, retries: 0, cancel: input.cancel.clone(), ..*input };
+    let plan = Plan { planned: todo.len(), todo };
+    let judged = crate::run(&input, plan, &mut |event| -> Result<(), Infallible> {
+        let EventKind::TrialFinished { record, second_verdict, .. } = &event.kind else { return Ok(()) };
+        let Some(check) = checks.iter_mut().find(|c| c.task == record.task) else { return Ok(()) };
+        if record.agent_id == ORACLE {
+            judge_oracle(check, record.clone(), second_verdict.clone());
+        } else {
+            judge_nop(check, record.clone());
+        }
+        if check.oracle.is_some() && check.nop.is_some() {
+            done(check);
+        }
+        Ok(())
     });
-    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    results.sort_by(|a, b| a.task.cmp(&b.task));
-    results
+    let Ok(()) = judged;
+    checks.sort_by(|a, b| a.task.cmp(&b.task));
+    checks
 }
 
-fn check_task(input: &RunInput, task: &Task, run: bool) -> TaskCheck {
+/// What needs no environment: the artifact was staged, and nothing of it
+/// or of the instruction leaks the answer.
+fn lint_task(input: &RunInput, task: &Task) -> TaskCheck {
     let mut check =
         TaskCheck { task: task.id.clone(), findings: Vec::new(), oracle: None, repeatable: None, nop: None };
     match input.artifacts.get(&task.id) {
@@ -71,55 +91,38 @@ fn check_task(input: &RunInput, task: &Task, run: bool) -> TaskCheck {
         Some(Err(why)) => check.error(format!("artifact: {why}")),
         None => check.error("artifact: not staged".into()),
     }
-    if !run || check.errors() > 0 {
-        return check;
-    }
-    let oracle = AgentEntry { spec: AgentSpec::Oracle, spec_text: "oracle".into(), id: "oracle".into() };
-    if let Some((record, repeat)) = trial_of(input, task, &oracle, true) {
-        match &record.outcome {
-            Outcome::Passed => {}
-            _ => check.error(format!("the oracle does not pass: {}", describe(&record))),
-        }
-        match repeat {
-            Some(Ok(second)) => {
-                let same = record.verdict.as_ref().is_some_and(|first| same_verdict(first, &second));
-                check.repeatable = Some(same);
-                if !same {
-                    check.error(
-                        "a second verification of the oracle's environment gave another verdict".into(),
-                    );
-                }
-            }
-            Some(Err(why)) => check.error(format!("the second verification failed: {why}")),
-            None => {}
-        }
-        check.oracle = Some(record);
-    }
-    let nop = AgentEntry { spec: AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into() };
-    if let Some((record, _)) = trial_of(input, task, &nop, false) {
-        match &record.outcome {
-            Outcome::Passed => {
-                check.error("nop passes: the verifier accepts an environment nobody deployed".into())
-            }
-            Outcome::Failed => {}
-            _ => check.error(format!("nop: {}", describe(&record))),
-        }
-        check.nop = Some(record);
-    }
     check
 }
 
-fn trial_of(
-    input: &RunInput,
-    task: &Task,
-    agent: &AgentEntry,
-    verify_twice: bool,
-) -> Option<(TrialRecord, Option<Result<Verdict, String>>)> {
-    let key = TrialKey { task: task.id.clone(), agent_id: agent.id.clone(), trial: 1 };
-    match trial::attempt(input, task, agent, &key, 1, verify_twice) {
-        AttemptEnd::Done(done) => Some((done.record, done.repeat)),
-        AttemptEnd::Interrupted => None,
+/// The oracle must pass, and a second verification agree with the first.
+fn judge_oracle(check: &mut TaskCheck, record: TrialRecord, repeat: Option<Result<Verdict, String>>) {
+    if record.outcome != Outcome::Passed {
+        check.error(format!("the oracle does not pass: {}", describe(&record)));
     }
+    match repeat {
+        Some(Ok(second)) => {
+            let same = record.verdict.as_ref().is_some_and(|first| same_verdict(first, &second));
+            check.repeatable = Some(same);
+            if !same {
+                check.error("a second verification of the oracle's environment gave another verdict".into());
+            }
+        }
+        Some(Err(why)) => check.error(format!("the second verification failed: {why}")),
+        None => {}
+    }
+    check.oracle = Some(record);
+}
+
+/// nop must fail: a verifier that passes it accepts anything.
+fn judge_nop(check: &mut TaskCheck, record: TrialRecord) {
+    match &record.outcome {
+        Outcome::Passed => {
+            check.error("nop passes: the verifier accepts an environment nobody deployed".into())
+        }
+        Outcome::Failed => {}
+        _ => check.error(format!("nop: {}", describe(&record))),
+    }
+    check.nop = Some(record);
 }
 
 /// Same outcome for every step and check, and the same stage.
@@ -146,4 +149,38 @@ fn describe(r: &TrialRecord) -> String {
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage_artifacts;
+    use crate::testing::{input, task, temp_dir};
+    use crate::AgentSetup;
+
+    #[test]
+    fn a_check_runs_the_oracle_and_nop_through_the_runner() {
+        let root = temp_dir("check");
+        let tasks = [task(&root, "staged"), task(&root, "unstaged")];
+        let staged = stage_artifacts(&[&tasks[0]], &root.join("cache"), &root.join("staging"), &mut |_| {});
+        assert!(staged["staged"].is_ok(), "{:?}", staged["staged"]);
+        let setup = AgentSetup::default();
+        let input = input(&tasks, &[], &setup, &staged);
+        let mut heard = Vec::new();
+        let checks = check_tasks(&input, true, &mut |c| {
+            heard.push((c.task.clone(), c.oracle.is_some(), c.nop.is_some()))
+        });
+        // The task without an artifact is done before any trial; the other
+        // once both of its trials are.
+        assert_eq!(heard, [("unstaged".to_string(), false, false), ("staged".to_string(), true, true)]);
+        let messages = |i: usize| checks[i].findings.iter().map(|f| f.message.clone()).collect::<Vec<_>>();
+        assert_eq!(checks[0].task, "staged");
+        let no_env = "infra_error: this backend makes no environments";
+        assert_eq!(messages(0), [format!("the oracle does not pass: {no_env}"), format!("nop: {no_env}")]);
+        assert_eq!(checks[0].oracle.as_ref().unwrap().attempt, 1, "one attempt, no retry");
+        assert_eq!(messages(1), ["artifact: not staged"]);
+
+        let checks = check_tasks(&input, false, &mut |_| {});
+        assert!(checks.iter().all(|c| c.oracle.is_none() && c.nop.is_none()), "--no-run runs nothing");
+    }
 }
