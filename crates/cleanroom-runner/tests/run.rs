@@ -5,14 +5,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use cleanroom_agent::AgentSpec;
 use cleanroom_env::fake::{FakeBackend, Reply};
 use cleanroom_env::{CancelToken, EnvError, ExecRequest};
 use cleanroom_runner::{
-    plan, stage_artifacts, AgentEntry, AgentSetup, Event, RunInput, Staged, Todo, TrialKey,
+    plan, stage_artifacts, AgentEntry, AgentSetup, Event, EventKind, Plan, RunInput, Staged, Todo, TrialKey,
 };
 use cleanroom_store::{FailureClass, Outcome, TrialRecord};
 use cleanroom_task::{load_task, Task};
@@ -65,7 +65,7 @@ impl Bench {
     }
 
     /// Runs `todo` to the end and returns every event.
-    fn run(&self, run: Run<'_>, todo: Vec<Todo>) -> Vec<Event> {
+    fn run(&self, run: Run<'_>, todo: Vec<Todo>) -> Vec<EventKind> {
         let input = RunInput {
             tasks: &self.tasks,
             agents: run.agents,
@@ -79,9 +79,14 @@ impl Bench {
             artifacts: &self.staged,
             cancel: run.cancel,
         };
-        let (tx, rx) = mpsc::channel();
-        cleanroom_runner::run(&input, todo, tx);
-        rx.into_iter().collect()
+        let planned = todo.len();
+        let mut events = Vec::new();
+        cleanroom_runner::run(&input, Plan { todo, planned }, &mut |e: &Event| {
+            events.push(e.kind.clone());
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        events
     }
 
     /// No environment is left, on the backend's count or on disk.
@@ -200,9 +205,9 @@ fn key_of(record: &TrialRecord) -> TrialKey {
 }
 
 /// The final records, by trial.
-fn finished(events: &[Event]) -> HashMap<TrialKey, TrialRecord> {
+fn finished(events: &[EventKind]) -> HashMap<TrialKey, TrialRecord> {
     let records = events.iter().filter_map(|e| match e {
-        Event::TrialFinished { record, .. } => Some((key_of(record), record.clone())),
+        EventKind::TrialFinished { record, .. } => Some((key_of(record), record.clone())),
         _ => None,
     });
     records.collect()
@@ -210,21 +215,26 @@ fn finished(events: &[Event]) -> HashMap<TrialKey, TrialRecord> {
 
 /// Every event in a short form: `planned 2`, `start fixes #1.1` (trial 1,
 /// attempt 1), `failed fixes #1.1 infra_error`, `end fixes #1.2 passed`,
-/// `finished` or `interrupted`.
-fn story(events: &[Event]) -> Vec<String> {
+/// `finished` or `interrupted`; phase changes are left out (the runner's
+/// event tests check them).
+fn story(events: &[EventKind]) -> Vec<String> {
     let line = |word: &str, r: &TrialRecord| {
         format!("{word} {} #{}.{} {}", r.task, r.trial, r.attempt, r.outcome.as_str())
     };
     events
         .iter()
+        .filter(|e| !matches!(e, EventKind::PhaseChanged { .. }))
         .map(|e| match e {
-            Event::Preparing(what) => format!("preparing {what}"),
-            Event::Planned { trials } => format!("planned {trials}"),
-            Event::TrialStarted { key, attempt } => format!("start {} #{}.{attempt}", key.task, key.trial),
-            Event::AttemptFailed { record, .. } => line("failed", record),
-            Event::TrialFinished { record, .. } => line("end", record),
-            Event::Finished { interrupted: false } => "finished".into(),
-            Event::Finished { interrupted: true } => "interrupted".into(),
+            EventKind::Preparing(what) => format!("preparing {what:?}"),
+            EventKind::PhaseChanged { .. } => unreachable!("filtered out"),
+            EventKind::Planned { trials, .. } => format!("planned {trials}"),
+            EventKind::TrialStarted { key, attempt } => {
+                format!("start {} #{}.{attempt}", key.task, key.trial)
+            }
+            EventKind::AttemptFailed { record, .. } => line("failed", record),
+            EventKind::TrialFinished { record, .. } => line("end", record),
+            EventKind::RunFinished { interrupted: false } => "finished".into(),
+            EventKind::RunFinished { interrupted: true } => "interrupted".into(),
         })
         .collect()
 }
@@ -242,9 +252,13 @@ fn every_trial_runs_exactly_once_one_at_a_time_or_four() {
 
         // Planned first, finished last, and between them each trial
         // started once and then ended.
-        assert!(matches!(events.first(), Some(Event::Planned { trials: 12 })), "{:?}", story(&events));
         assert!(
-            matches!(events.last(), Some(Event::Finished { interrupted: false })),
+            matches!(events.first(), Some(EventKind::Planned { trials: 12, .. })),
+            "{:?}",
+            story(&events)
+        );
+        assert!(
+            matches!(events.last(), Some(EventKind::RunFinished { interrupted: false })),
             "{:?}",
             story(&events)
         );
@@ -252,13 +266,19 @@ fn every_trial_runs_exactly_once_one_at_a_time_or_four() {
         let mut ended = HashSet::new();
         for event in &events[1..events.len() - 1] {
             match event {
-                Event::TrialStarted { key, .. } => {
+                EventKind::TrialStarted { key, .. } => {
                     assert!(started.insert(key.clone()), "{key:?} started twice")
                 }
-                Event::TrialFinished { record, .. } => {
+                EventKind::TrialFinished { record, .. } => {
                     let key = key_of(record);
                     assert!(started.contains(&key), "{key:?} ended before it started");
                     assert!(ended.insert(key.clone()), "{key:?} ended twice");
+                }
+                EventKind::PhaseChanged { key, .. } => {
+                    assert!(
+                        started.contains(key) && !ended.contains(key),
+                        "{key:?} changed phase outside its run"
+                    )
                 }
                 other => panic!("unexpected {other:?}"),
             }
@@ -294,7 +314,7 @@ fn an_infra_error_is_retried_and_the_next_attempt_kept() {
             "finished"
         ]
     );
-    let Event::AttemptFailed { record, .. } = &events[2] else { unreachable!() };
+    let EventKind::AttemptFailed { record, .. } = &events[2] else { unreachable!() };
     assert!(record.error.as_deref().unwrap().contains("create failed as configured"), "{:?}", record.error);
     assert_eq!(backend.creates(), 2);
     bench.assert_all_destroyed(&backend);
@@ -328,7 +348,7 @@ fn a_resumed_trial_numbers_its_attempts_on_from_those_kept() {
     let agents = [oracle()];
     let resumed = |first_attempt| {
         let key = plan(&bench.tasks, &agents, 1).remove(0);
-        vec![Todo { key, first_attempt }]
+        vec![Todo { key, first_attempt, verify_twice: false }]
     };
 
     // Attempt 1 was kept: attempts 2 and 3 are what is left of 2 retries.
@@ -407,8 +427,16 @@ fn a_task_whose_needs_the_backend_lacks_is_skipped_without_an_environment() {
             "finished"
         ]
     );
-    let Event::TrialFinished { record, files } = &events[4] else { unreachable!() };
-    assert_eq!(record.skip_reason.as_deref(), Some("gpus: the fake backend has no gpus"));
+    let gpu = finished(&events).into_iter().find(|(k, _)| k.task == "gpu").unwrap().1;
+    assert_eq!(gpu.skip_reason.as_deref(), Some("gpus: the fake backend has no gpus"));
+    let files = events
+        .iter()
+        .find_map(|e| match e {
+            EventKind::TrialFinished { record, files, .. } if record.task == "gpu" => Some(files),
+            _ => None,
+        })
+        .unwrap();
+    let record = &gpu;
     assert!(record.limits.is_none() && files.is_empty());
     assert_eq!(backend.creates(), 1, "only the cpu task made an environment");
 }
