@@ -82,12 +82,26 @@ pub fn install(
         .status()
         .map_err(|e| format!("start bash: {e}"))?;
     if !status.success() {
-        return Err(format!("installing agent {name} failed ({status}); see {}", log_path.display()));
+        // A recipe's last line says what it missed (a host requirement, as
+        // `die` in agents/_lib/common.sh words it).
+        let last = last_line(&log_path).map(|l| format!(": {l}")).unwrap_or_default();
+        return Err(format!("installing agent {name} failed ({status}){last}; see {}", log_path.display()));
     }
     std::fs::write(prefix.join(DONE_MARKER), format!("{}\n", agent.version))
         .map_err(|e| format!("{}: {e}", prefix.display()))?;
     progress(format!("installed agent {name} in {:.0} s", started.elapsed().as_secs_f64()));
     Ok(prefix)
+}
+
+/// The last non-empty line of the file at `path` (from its last 4 KB).
+fn last_line(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    String::from_utf8_lossy(&tail).lines().map(str::trim).rfind(|l| !l.is_empty()).map(str::to_string)
 }
 
 /// Writes the install script and its files under `dir`, laid out as the
