@@ -321,7 +321,7 @@ pub(crate) fn run(
                 }
             }
             Some(Fatal::ModelFailed(why)) => {
-                stop = Stop::ModelError;
+                stop = Stop::Crash;
                 error = Some(why);
             }
             // The agent's own step limit is set from --max-steps: ending
@@ -349,7 +349,7 @@ pub(crate) fn run(
     }
     let totals = gateway.totals();
     let mut trajectory = atif::from_exchanges(&gateway.exchanges(), name, &agent.version, model_name);
-    trajectory.extra.insert("stop".into(), serde_json::json!({"reason": stop.as_str(), "detail": error}));
+    trajectory.extra.insert("stop".into(), crate::trajectory_stop(stop, error.as_deref()));
     if !decisions.is_empty() {
         trajectory.extra.insert("gate".into(), serde_json::Value::Array(decisions));
     }
