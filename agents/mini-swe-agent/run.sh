@@ -7,9 +7,11 @@
 set -euo pipefail
 P=$CLEANROOM_AGENT_PREFIX
 cd "$CLEANROOM_WORKDIR"
+# Its default configuration, wherever the runtime's Python version put it.
+config=("$P"/python/lib/python3.*/site-packages/minisweagent/config/mini.yaml)
 args=(
     --agent-class default --environment-class local --exit-immediately
-    -c "$P/python/lib/python3.11/site-packages/minisweagent/config/mini.yaml"
+    -c "${config[0]}"
     -c "model.model_kwargs.api_base=$CLEANROOM_MODEL_BASE_URL/v1"
     -c model.cost_tracking=ignore_errors   # unknown model: no price, cost stays 0
     -c agent.cost_limit=0                  # so cost cannot limit; steps do

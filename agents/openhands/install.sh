@@ -8,8 +8,10 @@
 #  - 0.10 .. 1.6.0 need Python >= 3.12 and have RUNTIME=local and RUNTIME=cli;
 #  - from 1.7.0 on, openhands-ai is only the web app server (V1): the headless
 #    CLI moved to the separate `openhands` / openhands-sdk packages.
-# So: 1.6.0 on CPython 3.12 (pyenv's 3.12.1 by default, CLEANROOM_PYTHON_SRC).
-# Host needs: that Python (--enable-shared), patchelf, PyPI access.
+# So: 1.6.0 on CPython 3.12 (the distribution's where it has one, as Ubuntu
+# 24.04 does, else pyenv's or CLEANROOM_PYTHON_SRC: see find_python in
+# ../_lib/common.sh).
+# Host needs: that Python, patchelf, PyPI access.
 set -euo pipefail
 AGENT_NAME=openhands
 VERSION=1.6.0
@@ -17,14 +19,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../_lib/common.sh"
 
 PREFIX=${1:?usage: install.sh PREFIX}
-PY_SRC=${CLEANROOM_PYTHON_SRC:-/root/.pyenv/versions/3.12.1}
 stamp="$AGENT_NAME $VERSION $(cat "$0" "$here/constraints.txt" "$here/../_lib/common.sh" | sha256sum | cut -c1-16)"
 begin_install "$PREFIX" "$stamp" || exit 0
 
-make_python_runtime "$PY_SRC" "$PREFIX/python"
+python=$(find_python 3.12)
+make_python_runtime "$python" "$PREFIX/python"
 prefix_pip "$PREFIX/python/bin/python3" -c "$here/constraints.txt" "openhands-ai==$VERSION"
 bundle_shared_libs "$PREFIX/python" "$PREFIX/python/lib"
-"$PREFIX/python/bin/python3" -m compileall -q -j 2 "$PREFIX/python/lib" >/dev/null || true
+"$PREFIX/python/bin/python3" -m compileall -q -j 2 "$PREFIX/python" >/dev/null || true
 "$PREFIX/python/bin/python3" -m pip freeze --all >"$PREFIX/freeze.txt"
 
 write_launcher "$PREFIX/bin/openhands-headless" "$PREFIX/python/bin/python3" -m openhands.core.main

@@ -82,12 +82,26 @@ pub fn install(
         .status()
         .map_err(|e| format!("start bash: {e}"))?;
     if !status.success() {
-        return Err(format!("installing agent {name} failed ({status}); see {}", log_path.display()));
+        // A recipe's last line says what it missed (a host requirement, as
+        // `die` in agents/_lib/common.sh words it).
+        let last = last_line(&log_path).map(|l| format!(": {l}")).unwrap_or_default();
+        return Err(format!("installing agent {name} failed ({status}){last}; see {}", log_path.display()));
     }
     std::fs::write(prefix.join(DONE_MARKER), format!("{}\n", agent.version))
         .map_err(|e| format!("{}: {e}", prefix.display()))?;
     progress(format!("installed agent {name} in {:.0} s", started.elapsed().as_secs_f64()));
     Ok(prefix)
+}
+
+/// The last non-empty line of the file at `path` (from its last 4 KB).
+fn last_line(path: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    String::from_utf8_lossy(&tail).lines().map(str::trim).rfind(|l| !l.is_empty()).map(str::to_string)
 }
 
 /// Writes the install script and its files under `dir`, laid out as the
@@ -307,7 +321,7 @@ pub(crate) fn run(
                 }
             }
             Some(Fatal::ModelFailed(why)) => {
-                stop = Stop::ModelError;
+                stop = Stop::Crash;
                 error = Some(why);
             }
             // The agent's own step limit is set from --max-steps: ending
@@ -335,7 +349,7 @@ pub(crate) fn run(
     }
     let totals = gateway.totals();
     let mut trajectory = atif::from_exchanges(&gateway.exchanges(), name, &agent.version, model_name);
-    trajectory.extra.insert("stop".into(), serde_json::json!({"reason": stop.as_str(), "detail": error}));
+    trajectory.extra.insert("stop".into(), crate::trajectory_stop(stop, error.as_deref()));
     if !decisions.is_empty() {
         trajectory.extra.insert("gate".into(), serde_json::Value::Array(decisions));
     }

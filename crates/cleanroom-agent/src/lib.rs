@@ -18,10 +18,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{CancelToken, Captured, EnvError, Environment, ExecRequest, ExitStatus, HostMount};
-use cleanroom_model::Usage;
+use cleanroom_model::{StopReason, Usage};
 use cleanroom_task::Task;
 
-/// Why the agent phase ended.
+/// Why the agent phase ended: a [`StopReason`], or an interruption.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     /// The agent ended on its own, whatever its exit code.
@@ -30,25 +30,31 @@ pub enum Stop {
     Timeout,
     /// Its step, token or cost budget ran out.
     Budget,
-    /// Killed by a signal the harness did not send (e.g. out of memory).
+    /// Killed by a signal the harness did not send (e.g. out of memory), or
+    /// its model API failed for good (the model record's `error` says how).
     Crash,
-    /// Its model API failed (after retries), stalled, or answered garbage.
-    ModelError,
     /// The run was interrupted (Ctrl-C): the trial has no result.
     Interrupted,
 }
 
 impl Stop {
-    pub fn as_str(self) -> &'static str {
+    /// What result.json and the trajectory record; none for an
+    /// interruption, which leaves no result.
+    pub fn reason(self) -> Option<StopReason> {
         match self {
-            Stop::Finished => "finished",
-            Stop::Timeout => "timeout",
-            Stop::Budget => "budget",
-            Stop::Crash => "crash",
-            Stop::ModelError => "model_error",
-            Stop::Interrupted => "interrupted",
+            Stop::Finished => Some(StopReason::Finished),
+            Stop::Timeout => Some(StopReason::Timeout),
+            Stop::Budget => Some(StopReason::Budget),
+            Stop::Crash => Some(StopReason::Crash),
+            Stop::Interrupted => None,
         }
     }
+}
+
+/// The trajectory's `extra.stop`: the reason under result.json's name (null
+/// for an interruption) and what ended the agent, when something did.
+pub fn trajectory_stop(stop: Stop, detail: Option<&str>) -> serde_json::Value {
+    serde_json::json!({"reason": stop.reason(), "detail": detail})
 }
 
 /// What an agent did.

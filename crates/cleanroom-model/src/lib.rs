@@ -1,6 +1,6 @@
 //! Everything between an agent and a model: the chat-completions client,
 //! the forwarder that agents inside environments talk to, usage accounting
-//! and budgets, and ATIF trajectories.
+//! and budgets, ATIF trajectories, and the stop reasons they record.
 
 pub mod atif;
 pub mod budget;
@@ -10,6 +10,7 @@ pub mod forwarder;
 pub mod gateway;
 mod http;
 mod server;
+mod stop_reason;
 pub mod translate;
 pub mod usage;
 
@@ -17,4 +18,5 @@ pub use budget::{Budget, Exhausted, Meter, Totals};
 pub use client::{ChatClient, Completion, ModelError};
 pub use config::{ExternalAgent, ModelConfig, Prices};
 pub use gateway::{Dialect, Exchange, Gateway, GatewayError};
+pub use stop_reason::StopReason;
 pub use usage::Usage;

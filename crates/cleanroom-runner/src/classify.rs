@@ -3,18 +3,7 @@
 //! `self_stop`, the first that applies.
 
 use cleanroom_agent::Stop;
-use cleanroom_store::{FailureClass, Outcome, StopReason};
-
-pub(crate) fn stop_reason(stop: Stop) -> Option<StopReason> {
-    match stop {
-        Stop::Finished => Some(StopReason::Finished),
-        Stop::Timeout => Some(StopReason::Timeout),
-        Stop::Budget => Some(StopReason::Budget),
-        // A model API that failed for good ends the agent as a crash would.
-        Stop::Crash | Stop::ModelError => Some(StopReason::Crash),
-        Stop::Interrupted => None,
-    }
-}
+use cleanroom_store::{FailureClass, Outcome};
 
 /// The outcome of a trial whose agent stopped for `stop` and whose
 /// verifier said `verdict_passed`.
@@ -26,7 +15,7 @@ pub(crate) fn classify(stop: Stop, verdict_passed: bool, tampered: bool) -> (Out
         FailureClass::Tampered
     } else {
         match stop {
-            Stop::Crash | Stop::ModelError => FailureClass::AgentError,
+            Stop::Crash => FailureClass::AgentError,
             Stop::Timeout | Stop::Budget => FailureClass::Budget,
             Stop::Finished | Stop::Interrupted => FailureClass::SelfStop,
         }
@@ -36,6 +25,8 @@ pub(crate) fn classify(stop: Stop, verdict_passed: bool, tampered: bool) -> (Out
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{json, Value};
+
     use super::*;
 
     #[test]
@@ -55,5 +46,30 @@ mod tests {
         assert_eq!(classify(Stop::Timeout, false, false).1, Some(FailureClass::Budget));
         assert_eq!(classify(Stop::Crash, false, false).1, Some(FailureClass::AgentError));
         assert_eq!(classify(Stop::Crash, false, true).1, Some(FailureClass::Tampered));
+    }
+
+    /// result.json's `stop_reason` and the trajectory's `extra.stop.reason`
+    /// name every way an agent stops alike (a model API that failed for good
+    /// is a `crash` in both).
+    #[test]
+    fn the_record_and_the_trajectory_name_a_stop_alike() {
+        let expected = [
+            (Stop::Finished, json!("finished")),
+            (Stop::Timeout, json!("timeout")),
+            (Stop::Budget, json!("budget")),
+            (Stop::Crash, json!("crash")),
+            (Stop::Interrupted, Value::Null),
+        ];
+        for (stop, name) in expected {
+            let mut record = cleanroom_store::TrialRecord::new("t", "llm:m", "llm-m", 1, 1);
+            record.stop_reason = stop.reason();
+            let written = serde_json::to_value(&record).unwrap();
+            assert_eq!(written["stop_reason"], name, "{stop:?} in result.json");
+            assert_eq!(
+                cleanroom_agent::trajectory_stop(stop, None)["reason"],
+                name,
+                "{stop:?} in the trajectory"
+            );
+        }
     }
 }

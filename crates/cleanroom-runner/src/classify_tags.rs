@@ -58,9 +58,9 @@ struct RuleDef {
     #[serde(default)]
     last_lines: Option<usize>,
     #[serde(default)]
-    stop_reason: Option<Vec<String>>,
+    stop_reason: Option<Vec<StopReason>>,
     #[serde(default)]
-    stage: Option<Vec<String>>,
+    stage: Option<Vec<VerdictStage>>,
 }
 
 /// A compiled rule.
@@ -71,8 +71,8 @@ pub struct Rule {
     patterns: Vec<Regex>,
     exclude: Vec<Regex>,
     last_lines: Option<usize>,
-    stop_reason: Option<Vec<String>>,
-    stage: Option<Vec<String>>,
+    stop_reason: Option<Vec<StopReason>>,
+    stage: Option<Vec<VerdictStage>>,
 }
 
 /// Parses and compiles a rules file.
@@ -88,16 +88,6 @@ fn compile(def: RuleDef) -> Result<Rule, String> {
     for f in &def.files {
         if f != AGENT_LOG && f != VERIFY_LOG {
             return Err(format!("tag {}: unknown file {f:?} (agent.log or verify.log)", def.name));
-        }
-    }
-    for s in def.stop_reason.iter().flatten() {
-        if !["finished", "timeout", "budget", "crash"].contains(&s.as_str()) {
-            return Err(format!("tag {}: unknown stop_reason {s:?}", def.name));
-        }
-    }
-    for s in def.stage.iter().flatten() {
-        if !["none", "setup", "build", "run", "results"].contains(&s.as_str()) {
-            return Err(format!("tag {}: unknown stage {s:?}", def.name));
         }
     }
     let compile_all = |list: &[String]| {
@@ -171,12 +161,12 @@ pub fn tags_with<'a>(
     for rule in rules {
         if let Some(allowed) = &rule.stop_reason {
             match stop_reason {
-                Some(s) if allowed.iter().any(|a| a == s.as_str()) => {}
+                Some(s) if allowed.contains(&s) => {}
                 _ => continue,
             }
         }
         if let Some(allowed) = &rule.stage {
-            if !allowed.iter().any(|a| a == stage.as_str()) {
+            if !allowed.contains(&stage) {
                 continue;
             }
         }
@@ -396,6 +386,17 @@ mod tests {
         let t = tags_with_extra(b"", b"", &r, Some(&dir.join("missing.toml")));
         assert_eq!(t[0].name, "rules_error");
         assert!(parse_rules("[[tag]]\nname = \"x\"\nfiles = [\"other.log\"]\npatterns = []\n").is_err());
+        // Stop reasons and stages are result.json's names, and only those.
+        let rule = |key: &str, value: &str| {
+            parse_rules(&format!(
+                "[[tag]]\nname = \"x\"\nfiles = [\"agent.log\"]\npatterns = []\n{key} = [\"{value}\"]\n"
+            ))
+        };
+        assert!(rule("stop_reason", "crash").is_ok() && rule("stage", "setup").is_ok());
+        let err = rule("stop_reason", "model_error").unwrap_err();
+        assert!(err.contains("model_error") && err.contains("crash"), "{err}");
+        let err = rule("stage", "deploy").unwrap_err();
+        assert!(err.contains("deploy") && err.contains("results"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

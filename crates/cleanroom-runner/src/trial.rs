@@ -10,7 +10,7 @@ use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
 use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Verdict};
 
-use crate::classify::{classify, stop_reason};
+use crate::classify::classify;
 use crate::env_diff;
 use crate::event::{Phase, TrialFile, TrialKey};
 use crate::{AgentEntry, RunInput};
@@ -134,7 +134,7 @@ fn run(
     if agent_run.stop == Stop::Interrupted {
         return Ok(false);
     }
-    record.stop_reason = stop_reason(agent_run.stop);
+    record.stop_reason = agent_run.stop.reason();
     record.exit_code = agent_run.exit_code;
 
     phase(Phase::Verify);

@@ -19,8 +19,7 @@ pub use cleanroom_env::time::{rfc3339_utc, rfc3339_utc_now};
 pub use error::StoreError;
 pub use index::{Index, IndexError, IndexedRun, RebuildReport, Skipped, INDEX_FILE, INDEX_SCHEMA_VERSION};
 pub use record::{
-    ChangeCounts, Evidence, FailureClass, Outcome, StopReason, Tag, Timings, Tokens, TrialRecord,
-    SCHEMA_VERSION,
+    ChangeCounts, Evidence, FailureClass, Outcome, Tag, Timings, Tokens, TrialRecord, SCHEMA_VERSION,
 };
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
 pub use run_dir::{make_out_dir, new_run_id, RunDir, TrialFile, RESULT_FILE};
@@ -29,4 +28,5 @@ pub use summary::{AgentSummary, Counts, Summary};
 /// The types of other crates that a record embeds, so that readers of
 /// records need only this crate.
 pub use cleanroom_env::{LimitState, Limits};
+pub use cleanroom_model::StopReason;
 pub use cleanroom_verify::{Verdict, VerdictStage};

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use cleanroom_env::Limits;
+use cleanroom_model::StopReason;
 use cleanroom_verify::{Verdict, VerdictStage};
 
 use cleanroom_env::time::rfc3339_utc_now;
@@ -124,26 +125,6 @@ impl FailureClass {
             FailureClass::Budget => "budget",
             FailureClass::AgentError => "agent_error",
             FailureClass::Tampered => "tampered",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    Finished,
-    Timeout,
-    Budget,
-    Crash,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Finished => "finished",
-            StopReason::Timeout => "timeout",
-            StopReason::Budget => "budget",
-            StopReason::Crash => "crash",
         }
     }
 }
@@ -322,9 +303,6 @@ mod tests {
         }
         for c in FailureClass::ALL {
             assert_eq!(s(serde_json::to_value(c).unwrap()), c.as_str());
-        }
-        for r in [StopReason::Finished, StopReason::Timeout, StopReason::Budget, StopReason::Crash] {
-            assert_eq!(s(serde_json::to_value(r).unwrap()), r.as_str());
         }
     }
 

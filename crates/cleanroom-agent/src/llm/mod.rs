@@ -104,9 +104,9 @@ pub fn run_llm(
         t.say(&format!("[cleanroom] agent stopped: {why}"));
     }
     let totals = gateway.totals();
-    t.trajectory
-        .extra
-        .insert("stop".into(), json!({"reason": stop.as_str(), "detail": error, "summary": summary}));
+    let mut stopped = crate::trajectory_stop(stop, error.as_deref());
+    stopped["summary"] = json!(summary);
+    t.trajectory.extra.insert("stop".into(), stopped);
     Ok(AgentRun {
         stop,
         exit_code: None,
@@ -159,7 +159,7 @@ fn drive(
                 return Ok(Ending::Stopped(Stop::Budget, Some(why.describe().to_string())))
             }
             Err(_) if Instant::now() >= deadline => return Ok(Ending::Stopped(Stop::Timeout, None)),
-            Err(e) => return Ok(Ending::Stopped(Stop::ModelError, Some(e.to_string()))),
+            Err(e) => return Ok(Ending::Stopped(Stop::Crash, Some(e.to_string()))),
         };
         let message = &response["choices"][0]["message"];
         let calls = normalized_calls(message, t.trajectory.steps.len());
@@ -275,7 +275,7 @@ pub(crate) fn model_failure(started: Instant, model_name: &str, why: String) -> 
     let mut log = Captured::new(AGENT_OUTPUT_LIMIT);
     log.push(format!("[cleanroom] agent stopped: {why}\n").as_bytes());
     AgentRun {
-        stop: Stop::ModelError,
+        stop: Stop::Crash,
         exit_code: None,
         duration: started.elapsed(),
         output: log,

@@ -4,9 +4,10 @@ use std::path::Path;
 use rusqlite::types::Value;
 
 use super::*;
-use crate::record::{Evidence, FailureClass, Outcome, StopReason, Tag};
+use crate::record::{Evidence, FailureClass, Outcome, Tag};
 use crate::run_config::AgentEntry;
 use crate::run_dir::RunDir;
+use crate::StopReason;
 use cleanroom_verify::{CheckResult, StepResult, StepStatus, Verdict, VerdictStage};
 
 fn config(run_id: &str, created: &str) -> RunConfig {
