@@ -1,40 +1,26 @@
-//! What the runner's unit tests share: a backend that makes no
+//! What the runner's unit tests share: the fake backend, set to make no
 //! environments, and a task written on the fly. A trial on them never gets
 //! an environment: it ends in infra_error (or is skipped) before one is
 //! made, which is all that tests of scheduling and events need.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use cleanroom_agent::AgentSpec;
-use cleanroom_env::{
-    Backend, CancelToken, EnvError, EnvSpec, Environment, Needs, PreparedImage, SweepReport, Unmet,
-};
+use cleanroom_env::fake::FakeBackend;
+use cleanroom_env::CancelToken;
 use cleanroom_task::{load_task, Task};
 
 use crate::{AgentEntry, AgentSetup, RunInput, Staged};
 
-pub struct NoMachines;
-
-impl Backend for NoMachines {
-    fn name(&self) -> &'static str {
-        "no-machines"
-    }
-
-    fn unmet(&self, _: &Needs) -> Vec<Unmet> {
-        Vec::new()
-    }
-
-    fn prepare_images(&self, _: &[&str], _: &mut dyn FnMut(&str)) -> Result<Vec<PreparedImage>, EnvError> {
-        Ok(Vec::new())
-    }
-
-    fn sweep(&self) -> Result<SweepReport, EnvError> {
-        Ok(SweepReport::default())
-    }
-
-    fn create(&self, _: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
-        Err(EnvError::Phase("this backend makes no environments".into()))
-    }
+/// The fake backend, every create of which fails: no trial gets an
+/// environment.
+fn no_machines() -> &'static FakeBackend {
+    static BACKEND: OnceLock<FakeBackend> = OnceLock::new();
+    BACKEND.get_or_init(|| {
+        FakeBackend::new(&temp_dir("no-machines"), |_, _| unreachable!("no environment is ever made"))
+            .failing_creates(u32::MAX)
+    })
 }
 
 /// A directory of this test process, empty.
@@ -68,8 +54,8 @@ pub fn nop() -> AgentEntry {
     AgentEntry { spec: AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into() }
 }
 
-/// One trial of each task × agent, two at a time, one retry, on
-/// [`NoMachines`].
+/// One trial of each task × agent, two at a time, one retry, on a
+/// backend that makes no environments.
 pub fn input<'a>(
     tasks: &'a [Task],
     agents: &'a [AgentEntry],
@@ -85,7 +71,7 @@ pub fn input<'a>(
         timeout_multiplier: 1.0,
         allow_unlimited: false,
         agent_setup: setup,
-        backend: &NoMachines,
+        backend: no_machines(),
         artifacts,
         cancel: CancelToken::new().unwrap(),
     }

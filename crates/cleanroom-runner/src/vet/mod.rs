@@ -175,7 +175,7 @@ mod tests {
         assert_eq!(heard, [("unstaged".to_string(), false, false), ("staged".to_string(), true, true)]);
         let messages = |i: usize| checks[i].findings.iter().map(|f| f.message.clone()).collect::<Vec<_>>();
         assert_eq!(checks[0].task, "staged");
-        let no_env = "infra_error: this backend makes no environments";
+        let no_env = "infra_error: fake failed: create failed as configured";
         assert_eq!(messages(0), [format!("the oracle does not pass: {no_env}"), format!("nop: {no_env}")]);
         assert_eq!(checks[0].oracle.as_ref().unwrap().attempt, 1, "one attempt, no retry");
         assert_eq!(messages(1), ["artifact: not staged"]);
