@@ -80,9 +80,16 @@ pub fn commands_run_and_report_their_own_status(backend: &dyn Backend) {
     assert_eq!(env.limits().memory, LimitState::Enforced);
     assert_eq!(env.limits().disk, LimitState::Enforced);
     env.begin_phase(Network::LoopbackOnly).unwrap();
-    let (status, out) = sh(env.as_ref(), "echo out; echo err >&2; hostname; echo $$; exit 3");
-    assert_eq!(status, ExitStatus::Exited(3));
-    assert!(out.contains("out\nerr\ncleanroom\n"), "{out}");
+    let req = ExecRequest::login_shell("echo out; echo err >&2; hostname; exit 3", "/", vec![]);
+    let out = env.exec(&req, &CancelToken::new().unwrap()).expect("exec");
+    assert_eq!(out.status, ExitStatus::Exited(3));
+    assert_eq!(out.stdout.to_string_lossy(), "out\ncleanroom\n");
+    assert_eq!(out.stderr.to_string_lossy(), "err\n");
+    // Both streams in arrival order: across two pipes, only each stream's
+    // own order is certain.
+    let combined = out.combined.to_string_lossy();
+    assert!(combined.find("out").unwrap() < combined.find("cleanroom").unwrap(), "{combined}");
+    assert!(combined.contains("err\n"), "{combined}");
     let (status, _) = sh(env.as_ref(), "kill -9 $$");
     assert_eq!(status, ExitStatus::Signaled(9));
     env.end_phase().unwrap();
