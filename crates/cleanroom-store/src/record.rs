@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use cleanroom_env::Limits;
-use cleanroom_model::StopReason;
+use cleanroom_model::{AppliedGate, StopReason};
 use cleanroom_verify::{Verdict, VerdictStage};
 
 use cleanroom_env::time::rfc3339_utc_now;
@@ -39,10 +39,8 @@ pub struct TrialRecord {
     pub exit_code: Option<i32>,
     /// How far the hidden pipeline got; `none` without a verdict.
     pub stage: VerdictStage,
-    /// The completion gate: `off`, `advisory`, `enforced`, `unavailable`
-    /// (the task has no public experiment command) or `unsupported` (the
-    /// agent has no finish the harness sees).
-    pub gate: String,
+    /// The completion gate as it applied to this trial.
+    pub gate: AppliedGate,
     pub timings: Timings,
     pub tokens: Tokens,
     pub cost_usd: f64,
@@ -199,7 +197,7 @@ impl TrialRecord {
             stop_reason: None,
             exit_code: None,
             stage: VerdictStage::None,
-            gate: "off".to_string(),
+            gate: AppliedGate::Off,
             timings: Timings::default(),
             tokens: Tokens::default(),
             cost_usd: 0.0,
