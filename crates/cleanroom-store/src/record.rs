@@ -92,6 +92,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    pub const ALL: [Outcome; 4] = [Outcome::Passed, Outcome::Failed, Outcome::InfraError, Outcome::Skipped];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
@@ -290,14 +292,9 @@ mod tests {
     #[test]
     fn enum_spellings() {
         let s = |v: Value| v.as_str().unwrap().to_string();
-        for (o, name) in [
-            (Outcome::Passed, "passed"),
-            (Outcome::Failed, "failed"),
-            (Outcome::InfraError, "infra_error"),
-            (Outcome::Skipped, "skipped"),
-        ] {
-            assert_eq!(s(serde_json::to_value(o).unwrap()), name);
-            assert_eq!(o.as_str(), name);
+        assert_eq!(Outcome::ALL.map(Outcome::as_str), ["passed", "failed", "infra_error", "skipped"]);
+        for o in Outcome::ALL {
+            assert_eq!(s(serde_json::to_value(o).unwrap()), o.as_str());
         }
         for c in FailureClass::ALL {
             assert_eq!(s(serde_json::to_value(c).unwrap()), c.as_str());
