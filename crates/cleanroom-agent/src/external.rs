@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, Globs};
 use cleanroom_model::atif;
 use cleanroom_model::forwarder::{Fatal, Forwarder, GateAnswer, OnGate, PORT};
-use cleanroom_model::{Budget, ChatClient, ExternalAgent, Gateway, Meter};
+use cleanroom_model::{Budget, ChatClient, ExternalAgent, GateMode, Gateway, Meter};
 use cleanroom_task::Task;
 
-use crate::llm::gate::{experiment_command, Decision, Gate, GateMode};
+use crate::llm::gate::{experiment_command, Decision, Gate};
 use crate::workspace::{agent_environment, random_hex, WORKSPACE};
 use crate::{stop_of, AgentContext, AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
 
@@ -219,11 +219,7 @@ pub(crate) fn run(
     };
     let client = match ChatClient::new(model) {
         Ok(c) => c,
-        Err(e) => {
-            let mut run = crate::llm::model_failure(started, model_name, e.to_string());
-            run.model.as_mut().expect("a model record").gate = recorded_gate;
-            return Ok(run);
-        }
+        Err(e) => return Ok(crate::llm::model_failure(started, model_name, e.to_string())),
     };
     let gateway = Arc::new(Gateway::new(client, Meter::new(budget)));
     let agent_cancel = cancel.child().map_err(|e| EnvError::io("cancel token", e))?;
@@ -279,7 +275,7 @@ pub(crate) fn run(
         .map(|(k, v)| (k.to_string(), v)),
     );
     if gated {
-        vars.push(("CLEANROOM_GATE".into(), recorded_gate.into()));
+        vars.push(("CLEANROOM_GATE".into(), recorded_gate.as_str().into()));
     }
     let req = ExecRequest {
         argv: vec!["/bin/bash".into(), script],
@@ -368,7 +364,6 @@ pub(crate) fn run(
             exchanges: gateway.exchanges_jsonl(),
             native_logs,
             error,
-            gate: recorded_gate,
         }),
     })
 }

@@ -9,8 +9,8 @@ pub mod llm;
 mod spec;
 mod workspace;
 
+pub use cleanroom_model::{AppliedGate, GateMode};
 pub use config::{Config, ConfigError};
-pub use llm::gate::GateMode;
 pub use spec::{AgentSpec, SpecError};
 pub use workspace::{agent_environment, instruction_text, populate_workspace, WORKSPACE};
 
@@ -86,8 +86,6 @@ pub struct ModelRecord {
     pub native_logs: Vec<(String, Vec<u8>)>,
     /// Why the model side stopped the agent, if it did.
     pub error: Option<String>,
-    /// The gate as result.json records it.
-    pub gate: &'static str,
 }
 
 /// Most bytes of agent output kept (half head, half tail).
@@ -132,13 +130,13 @@ pub fn phase_mounts(agent: &AgentSpec, ctx: &AgentContext) -> Vec<HostMount> {
 
 /// The gate as result.json records it for this agent: agents without a
 /// finish the harness can see are not gated.
-pub fn recorded_gate(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> &'static str {
+pub fn recorded_gate(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> AppliedGate {
     let hooked = |name: &str| ctx.config.agents.get(name).is_some_and(|a| a.stop_hook);
     match agent {
         AgentSpec::Llm { .. } => llm::gate::Gate::recorded(ctx.gate, task),
         AgentSpec::Command { name, .. } if hooked(name) => llm::gate::Gate::recorded(ctx.gate, task),
-        _ if ctx.gate == GateMode::Off => "off",
-        _ => "unsupported",
+        _ if ctx.gate == GateMode::Off => AppliedGate::Off,
+        _ => AppliedGate::Unsupported,
     }
 }
 

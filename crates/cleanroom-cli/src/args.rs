@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use cleanroom_agent::GateMode;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -146,12 +147,12 @@ pub enum Gate {
     Enforced,
 }
 
-impl Gate {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gate::Off => "off",
-            Gate::Advisory => "advisory",
-            Gate::Enforced => "enforced",
+impl From<Gate> for GateMode {
+    fn from(gate: Gate) -> GateMode {
+        match gate {
+            Gate::Off => GateMode::Off,
+            Gate::Advisory => GateMode::Advisory,
+            Gate::Enforced => GateMode::Enforced,
         }
     }
 }
@@ -282,4 +283,17 @@ pub struct ReportArgs {
     /// Where run ids are looked up.
     #[arg(long, default_value = "runs")]
     pub runs_dir: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gate_values_are_the_names_run_toml_records() {
+        for gate in Gate::value_variants() {
+            let value = gate.to_possible_value().expect("a value");
+            assert_eq!(value.get_name(), GateMode::from(*gate).as_str());
+        }
+    }
 }

@@ -15,7 +15,7 @@ use cleanroom_store::{
 };
 use cleanroom_task::{load_tasks, Task};
 
-use crate::args::{Gate, RunArgs};
+use crate::args::RunArgs;
 use crate::error::{input, internal, CliError};
 use crate::reporter::{report_to, IndexReporter, Reporter, RunDirReporter, SummaryReporter, Terminal};
 use crate::{interrupt, prepare};
@@ -62,9 +62,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         max_steps: config.max_steps,
         max_tokens: config.max_tokens,
         max_cost_usd: config.max_cost_usd,
-        gate: GateMode::parse(&config.gate).ok_or_else(|| {
-            input(format!("run.toml: gate `{}` is not off, advisory or enforced", config.gate))
-        })?,
+        gate: config.gate,
     };
     let run_dir = match existing {
         Some(dir) => dir,
@@ -189,7 +187,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
             .collect(),
         trials: args.trials.unwrap_or(DEFAULT_TRIALS),
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())) as u32,
-        gate: args.gate.unwrap_or(Gate::Off).as_str().into(),
+        gate: args.gate.map_or(GateMode::Off, GateMode::from),
         timeout_multiplier: args.timeout_multiplier.unwrap_or(1.0),
         retries: args.retries.unwrap_or(DEFAULT_RETRIES),
         max_steps: args.max_steps,

@@ -1,12 +1,14 @@
 //! Everything between an agent and a model: the chat-completions client,
 //! the forwarder that agents inside environments talk to, usage accounting
-//! and budgets, ATIF trajectories, and the stop reasons they record.
+//! and budgets, ATIF trajectories, and the stop reasons and gates they
+//! record.
 
 pub mod atif;
 pub mod budget;
 pub mod client;
 pub mod config;
 pub mod forwarder;
+mod gate;
 pub mod gateway;
 mod http;
 mod server;
@@ -17,6 +19,7 @@ pub mod usage;
 pub use budget::{Budget, Exhausted, Meter, Totals};
 pub use client::{ChatClient, Completion, ModelError};
 pub use config::{ExternalAgent, ModelConfig, Prices};
+pub use gate::{AppliedGate, GateMode};
 pub use gateway::{Dialect, Exchange, Gateway, GatewayError};
 pub use stop_reason::StopReason;
 pub use usage::Usage;

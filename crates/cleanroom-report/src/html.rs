@@ -15,7 +15,8 @@ use cleanroom_store::Outcome;
 use crate::escape::escape_html as h;
 use crate::format::{duration, plural};
 use crate::markdown::{EVIDENCE_SHOWN, TAG_TRIALS_SHOWN};
-use crate::model::{class_name, Rate, Report, SliceBy, CLASS_ROWS, PAIRING_RULE};
+use crate::model::{Rate, Report, SliceBy, PAIRING_RULE};
+use crate::segment::Segment;
 use crate::svg::{self, arm_color, Dot};
 use crate::tables::{self, outcome_text, Table};
 
@@ -55,28 +56,6 @@ ul.ev li code, .tag-trials code { font-family: ui-monospace, SFMono-Regular, Men
        background: #f5f5f5; padding: 0 3px; word-break: break-all; }
 .small { color: #666; font-size: 13px; }
 ";
-
-/// Segment names and colours of the outcome chart.
-const OUTCOME_SEGMENTS: [(&str, &str); 8] = [
-    ("passed", "#009E73"),
-    ("self_stop", "#E69F00"),
-    ("budget", "#56B4E9"),
-    ("agent_error", "#D55E00"),
-    ("tampered", "#CC79A7"),
-    ("unclassified", "#8c6d31"),
-    ("infra_error", "#9e9e9e"),
-    ("skipped", "#d0d0d0"),
-];
-
-fn outcome_color(r: &cleanroom_store::TrialRecord) -> &'static str {
-    let name = match r.outcome {
-        Outcome::Passed => "passed",
-        Outcome::Failed => class_name(r.class),
-        Outcome::InfraError => "infra_error",
-        Outcome::Skipped => "skipped",
-    };
-    OUTCOME_SEGMENTS.iter().find(|(n, _)| *n == name).map_or("#000", |(_, c)| c)
-}
 
 pub fn render_html(report: &Report) -> String {
     let mut o = String::new();
@@ -255,21 +234,16 @@ fn rate_chart(o: &mut String, report: &Report) {
 fn failures(o: &mut String, report: &Report) {
     o.push_str("<h2>Failure analysis</h2>\n");
     let counts: Vec<_> = (0..report.arms.len()).map(|a| report.counts(a)).collect();
+    let all = Segment::all();
     let rows: Vec<(String, Vec<u64>)> = report
         .arms
         .iter()
         .zip(&counts)
-        .map(|(arm, c)| {
-            let mut v = vec![c.passed];
-            v.extend(CLASS_ROWS.iter().map(|k| c.failed_by_class[*k]));
-            v.extend([c.infra_error, c.skipped]);
-            (arm.label.clone(), v)
-        })
+        .map(|(arm, c)| (arm.label.clone(), all.iter().map(|s| s.count(c)).collect()))
         .collect();
     // Only the segments that occur, so the legend lists nothing absent.
-    let used: Vec<usize> =
-        (0..OUTCOME_SEGMENTS.len()).filter(|&k| rows.iter().any(|(_, v)| v[k] > 0)).collect();
-    let segments: Vec<(&str, &str)> = used.iter().map(|&k| OUTCOME_SEGMENTS[k]).collect();
+    let used: Vec<usize> = (0..all.len()).filter(|&k| rows.iter().any(|(_, v)| v[k] > 0)).collect();
+    let segments: Vec<(&str, &str)> = used.iter().map(|&k| all[k].legend()).collect();
     let rows: Vec<(String, Vec<u64>)> =
         rows.into_iter().map(|(l, v)| (l, used.iter().map(|&k| v[k]).collect())).collect();
     let _ = writeln!(
@@ -339,7 +313,7 @@ fn times(o: &mut String, report: &Report) {
                     let r = &t.record;
                     Dot {
                         secs: r.timings.total(),
-                        color: outcome_color(r),
+                        color: Segment::of(r).color(),
                         tip: format!(
                             "{} #{}: {}, {}",
                             r.task,
@@ -356,9 +330,9 @@ fn times(o: &mut String, report: &Report) {
     if rows.iter().all(|(_, d)| d.is_empty()) {
         return;
     }
-    let colors: Vec<&str> = report.trials.iter().filter(ran).map(|t| outcome_color(&t.record)).collect();
+    let occurring: Vec<Segment> = report.trials.iter().filter(ran).map(|t| Segment::of(&t.record)).collect();
     let present: Vec<(&str, &str)> =
-        OUTCOME_SEGMENTS.iter().copied().filter(|(_, c)| colors.contains(c)).collect();
+        Segment::all().into_iter().filter(|s| occurring.contains(s)).map(Segment::legend).collect();
     o.push_str("<h2>Time per trial</h2>\n");
     explain(
         o,

@@ -12,9 +12,10 @@ use std::fmt::Write;
 use cleanroom_store::{FailureClass, Outcome, TrialRecord};
 use cleanroom_verify::StepStatus;
 
+use crate::class_row::ClassRow;
 use crate::escape::{escape_xml as x, escape_xml_lines};
 use crate::markdown::EVIDENCE_SHOWN;
-use crate::model::{class_name, first_failure, Report};
+use crate::model::{first_failure, Report};
 
 pub fn render_junit(report: &Report) -> String {
     let mut suites = String::new();
@@ -39,7 +40,7 @@ pub fn render_junit(report: &Report) -> String {
                     let _ = write!(
                         cases,
                         ">\n      <failure type=\"{}\" message=\"{}\">{}</failure>\n    </testcase>\n",
-                        class_name(r.class),
+                        ClassRow::of(r.class).as_str(),
                         x(&message),
                         escape_xml_lines(&details(r))
                     );
@@ -133,7 +134,7 @@ fn secs(x: f64) -> f64 {
 /// `self_stop (stage build): build step make exited 2`; for a tampered
 /// trial, the protected files it changed.
 fn failure_message(r: &TrialRecord) -> String {
-    let head = format!("{} (stage {})", class_name(r.class), r.stage);
+    let head = format!("{} (stage {})", ClassRow::of(r.class).as_str(), r.stage);
     if r.class == Some(FailureClass::Tampered) && !r.tampered.is_empty() {
         return format!("{head}: protected files changed: {}", r.tampered.join(", "));
     }
@@ -150,7 +151,7 @@ fn details(r: &TrialRecord) -> String {
     let _ = writeln!(
         d,
         "class: {}\nstage reached: {}\nstop reason: {}\nexit code: {}",
-        class_name(r.class),
+        ClassRow::of(r.class).as_str(),
         r.stage,
         r.stop_reason.map_or("none", |s| s.as_str()),
         r.exit_code.map_or("none".to_string(), |c| c.to_string())

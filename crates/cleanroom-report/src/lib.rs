@@ -4,10 +4,11 @@
 //!
 //! - `terminal`: progress lines and the end-of-run table.
 //! - `model`: what every report shows, computed once (`Report::build`);
-//!   `stats`: the statistics behind it.
+//!   `stats`: the statistics behind it; `class_row`: the failure-class rows.
 //! - one file per format: `markdown`, `json` (and CSV), `junit`, `html`
-//!   (with `svg` charts).
+//!   (with `svg` charts of `segment`s).
 
+mod class_row;
 mod escape;
 mod format;
 mod html;
@@ -15,11 +16,13 @@ mod json;
 mod junit;
 mod markdown;
 mod model;
+mod segment;
 pub mod stats;
 mod svg;
 mod tables;
 mod terminal;
 
+pub use class_row::ClassRow;
 pub use escape::{escape_html, escape_md, escape_terminal, escape_xml};
 pub use html::render_html;
 pub use json::{render_csv, render_json};

@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use cleanroom_store::{FailureClass, Outcome, TrialRecord};
-use cleanroom_verify::StepStatus;
+use cleanroom_store::{Outcome, TrialRecord};
+use cleanroom_verify::{StepStatus, VerdictStage};
 
+use crate::class_row::ClassRow;
 use crate::stats::{self, Comparison, Interval, Paired, Spread, TaskAverage, TaskTrials};
 
 /// A task's metadata, as far as reports need it (from task.toml).
@@ -167,15 +168,11 @@ pub struct ArmCounts {
     pub failed: u64,
     pub infra_error: u64,
     pub skipped: u64,
-    /// Failed trials by class; `unclassified` for a failure without one.
-    pub failed_by_class: BTreeMap<String, u64>,
-    /// Failed trials by how far the hidden pipeline got.
-    pub failed_by_stage: BTreeMap<String, u64>,
+    /// Failed trials by class, every row present.
+    pub failed_by_class: BTreeMap<ClassRow, u64>,
+    /// Failed trials by how far the hidden pipeline got, every stage present.
+    pub failed_by_stage: BTreeMap<VerdictStage, u64>,
 }
-
-/// The failure classes in report order, and the name of a missing class.
-pub const CLASS_ROWS: [&str; 5] = ["self_stop", "budget", "agent_error", "tampered", "unclassified"];
-pub const STAGE_ROWS: [&str; 5] = ["none", "setup", "build", "run", "results"];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SliceRow {
@@ -314,8 +311,8 @@ impl Report {
             failed: 0,
             infra_error: 0,
             skipped: 0,
-            failed_by_class: CLASS_ROWS.iter().map(|k| (k.to_string(), 0)).collect(),
-            failed_by_stage: STAGE_ROWS.iter().map(|k| (k.to_string(), 0)).collect(),
+            failed_by_class: ClassRow::all().map(|row| (row, 0)).collect(),
+            failed_by_stage: VerdictStage::ALL.iter().map(|&stage| (stage, 0)).collect(),
         };
         for t in self.of_arm(arm) {
             c.recorded += 1;
@@ -323,8 +320,8 @@ impl Report {
                 Outcome::Passed => c.passed += 1,
                 Outcome::Failed => {
                     c.failed += 1;
-                    *c.failed_by_class.entry(class_name(t.record.class).to_string()).or_default() += 1;
-                    *c.failed_by_stage.entry(t.record.stage.as_str().to_string()).or_default() += 1;
+                    *c.failed_by_class.entry(ClassRow::of(t.record.class)).or_default() += 1;
+                    *c.failed_by_stage.entry(t.record.stage).or_default() += 1;
                 }
                 Outcome::InfraError => c.infra_error += 1,
                 Outcome::Skipped => c.skipped += 1,
@@ -519,11 +516,6 @@ impl Report {
         let skipped = self.trials.iter().filter(|t| t.record.outcome == Outcome::Skipped).count();
         (infra, skipped)
     }
-}
-
-/// A failure's class name, `unclassified` without one.
-pub fn class_name(class: Option<FailureClass>) -> &'static str {
-    class.map_or("unclassified", FailureClass::as_str)
 }
 
 /// DeployBench's names for the domains.

@@ -3,10 +3,11 @@
 //! or came from a task, an agent SPEC or an environment: each format
 //! escapes the latter its own way (HTML escapes everything).
 
-use cleanroom_store::{Outcome, TrialRecord};
+use cleanroom_store::{Outcome, TrialRecord, VerdictStage};
 
+use crate::class_row::ClassRow;
 use crate::format::{count, duration, interval, p_value, pct, plural, points, rate_cell, share, usd};
-use crate::model::{Costs, Rate, Report, TagRow, CLASS_ROWS, STAGE_ROWS};
+use crate::model::{ArmCounts, Costs, Rate, Report, TagRow};
 use crate::stats::TaskAverage;
 
 pub const EXPLAIN_RATE: &str =
@@ -105,7 +106,7 @@ pub fn pass_rates(report: &Report) -> Table {
     }
     let counts: Vec<_> = arms.map(|a| report.counts(a)).collect();
     for (name, f) in [
-        ("infra_error (outside n)", (|c: &crate::model::ArmCounts| c.infra_error) as fn(&_) -> u64),
+        ("infra_error (outside n)", (|c: &ArmCounts| c.infra_error) as fn(&_) -> u64),
         ("skipped (outside n)", |c| c.skipped),
     ] {
         let mut row = ours_row(name, counts.iter().map(|c| f(c).to_string()));
@@ -197,40 +198,53 @@ pub fn comparisons(report: &Report) -> Option<(Table, usize)> {
 }
 
 /// Failed trials per class (or per stage reached), with shares of each
-/// column's failures and an `all` column.
-fn failure_table(report: &Report, first: &str, names: &[&str], by_stage: bool) -> Table {
-    let counts: Vec<_> = (0..report.arms.len()).map(|a| report.counts(a)).collect();
+/// column's failures and an `all` column. `rows` are the row names, each
+/// with its count per arm (in `counts`' order).
+fn failure_table(
+    report: &Report,
+    first: &str,
+    counts: &[ArmCounts],
+    rows: impl Iterator<Item = (&'static str, Vec<u64>)>,
+) -> Table {
     let total: u64 = counts.iter().map(|c| c.failed).sum();
     let mut head = arm_head(report, first);
     head.push(Cell::ours("all"));
-    let mut rows = Vec::new();
-    for &name in names {
-        let per: Vec<u64> = counts
-            .iter()
-            .map(|c| if by_stage { c.failed_by_stage[name] } else { c.failed_by_class[name] })
-            .collect();
-        if name == "unclassified" && per.iter().all(|&k| k == 0) {
-            continue;
-        }
-        let mut cells: Vec<String> = per.iter().zip(&counts).map(|(&k, c)| share(k, c.failed)).collect();
-        cells.push(share(per.iter().sum(), total));
-        rows.push(ours_row(name, cells));
-    }
+    let rows = rows
+        .map(|(name, per)| {
+            let mut cells: Vec<String> = per.iter().zip(counts).map(|(&k, c)| share(k, c.failed)).collect();
+            cells.push(share(per.iter().sum(), total));
+            ours_row(name, cells)
+        })
+        .collect();
     Table { head, rows, text_columns: 1 }
 }
 
+fn all_counts(report: &Report) -> Vec<ArmCounts> {
+    (0..report.arms.len()).map(|a| report.counts(a)).collect()
+}
+
+/// Every class; `unclassified` only where a failure has no class.
 pub fn classes(report: &Report) -> Table {
-    failure_table(report, "class", &CLASS_ROWS, false)
+    let counts = all_counts(report);
+    let rows = ClassRow::all()
+        .map(|row| (row, counts.iter().map(|c| c.failed_by_class[&row]).collect::<Vec<u64>>()))
+        .filter(|(row, per)| *row != ClassRow::Unclassified || per.iter().any(|&k| k > 0))
+        .map(|(row, per)| (row.as_str(), per));
+    failure_table(report, "class", &counts, rows)
 }
 
 pub fn stages(report: &Report) -> Table {
-    failure_table(report, "stage reached", &STAGE_ROWS, true)
+    let counts = all_counts(report);
+    let rows = VerdictStage::ALL
+        .into_iter()
+        .map(|stage| (stage.as_str(), counts.iter().map(|c| c.failed_by_stage[&stage]).collect()));
+    failure_table(report, "stage reached", &counts, rows)
 }
 
 /// Failed trials per tag and agent, with shares of the failures, and how
 /// many passed trials carry the tag too.
 pub fn tags(report: &Report, tags: &[TagRow]) -> Table {
-    let counts: Vec<_> = (0..report.arms.len()).map(|a| report.counts(a)).collect();
+    let counts = all_counts(report);
     let total: u64 = counts.iter().map(|c| c.failed).sum();
     let mut head = arm_head(report, "tag (failed trials)");
     head.push(Cell::ours("all"));
@@ -261,7 +275,7 @@ pub fn symbol(o: Outcome) -> char {
 /// `passed`, `failed, self_stop`, `infra_error`, `skipped`.
 pub fn outcome_text(r: &TrialRecord) -> String {
     match r.outcome {
-        Outcome::Failed => format!("failed, {}", crate::model::class_name(r.class)),
+        Outcome::Failed => format!("failed, {}", ClassRow::of(r.class).as_str()),
         o => o.as_str().to_string(),
     }
 }

@@ -4,6 +4,7 @@
 
 use cleanroom_store::{Counts, FailureClass, Outcome, Summary, TrialRecord};
 
+use crate::class_row::ClassRow;
 use crate::escape::escape_terminal as esc;
 use crate::format::duration;
 
@@ -25,10 +26,7 @@ pub fn trial_line(record: &TrialRecord) -> String {
     }
     let detail = match record.outcome {
         Outcome::Passed => None,
-        Outcome::Failed => {
-            let class = record.class.map_or("unclassified", FailureClass::as_str);
-            Some(format!("{class} (stage {})", record.stage))
-        }
+        Outcome::Failed => Some(format!("{} (stage {})", ClassRow::of(record.class).as_str(), record.stage)),
         Outcome::InfraError => Some(match record.error.as_deref().and_then(|e| e.lines().next()) {
             Some(first) => format!("infra_error: {}", esc(&shorten(first, ERROR_WIDTH))),
             None => "infra_error".to_string(),
@@ -51,10 +49,12 @@ pub fn trial_line(record: &TrialRecord) -> String {
 /// passed of judged trials with the rate, failures by class, infra errors
 /// and skipped trials, which are outside the rate.
 pub fn summary_table(summary: &Summary) -> String {
-    let mut rows =
-        vec![["agent", "passed", "self_stop", "budget", "agent_error", "tampered", "infra_error", "skipped"]
-            .map(String::from)
-            .to_vec()];
+    // The columns of `row`: passed, failed by class, then the trials
+    // outside the rate.
+    let mut head = vec!["agent", Outcome::Passed.as_str()];
+    head.extend(FailureClass::ALL.map(FailureClass::as_str));
+    head.extend([Outcome::InfraError.as_str(), Outcome::Skipped.as_str()]);
+    let mut rows = vec![head.into_iter().map(String::from).collect()];
     for agent in &summary.agents {
         rows.push(row(&esc(&agent.agent_id), &agent.counts));
     }

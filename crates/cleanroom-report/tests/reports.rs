@@ -19,10 +19,10 @@ mod support {
 use std::collections::BTreeMap;
 
 use cleanroom_report::{
-    render_csv, render_html, render_json, render_junit, render_markdown, Report, ReportInput, RunInput,
-    SliceBy, TaskInfo,
+    render_csv, render_html, render_json, render_junit, render_markdown, summary_table, ClassRow, Report,
+    ReportInput, RunInput, SliceBy, TaskInfo,
 };
-use cleanroom_store::{Evidence, FailureClass, Outcome, Tag, TrialRecord};
+use cleanroom_store::{Evidence, FailureClass, Outcome, Summary, Tag, TrialRecord, VerdictStage};
 use support::xml::check_xml;
 
 const EVIL: &str = "<script>alert('x')</script>";
@@ -427,4 +427,79 @@ fn html_is_self_contained_escaped_and_well_formed() {
     }
     assert!(html.contains("pass rate per group with 95% intervals"));
     assert!(!html.chars().any(|c| c.is_control() && c != '\n'));
+}
+
+/// One failed trial per class row and per stage, one trial per outcome:
+/// every variant of each enum, so that a new one shows up here unasked.
+fn every_variant() -> Report {
+    let mut records = Vec::new();
+    let mut task = 0;
+    let mut add = |outcome, class, stage| {
+        task += 1;
+        let mut r = rec(&format!("t-{task}"), "a", 1, outcome, class);
+        r.stage = stage;
+        records.push(r);
+    };
+    for class in FailureClass::ALL.map(Some).into_iter().chain([None]) {
+        add(Outcome::Failed, class, VerdictStage::None);
+    }
+    for stage in VerdictStage::ALL {
+        add(Outcome::Failed, Some(FailureClass::SelfStop), stage);
+    }
+    for outcome in Outcome::ALL {
+        add(outcome, None, VerdictStage::None);
+    }
+    Report::build(
+        ReportInput {
+            runs: vec![RunInput { run_id: "run-1".into(), agents: vec!["a".into()], records }],
+            tasks: None,
+            notes: vec![],
+        },
+        SliceBy::Domain,
+    )
+}
+
+#[test]
+fn every_outcome_class_and_stage_has_its_row_in_every_report() {
+    let report = every_variant();
+    let md = render_markdown(&report);
+    let first_cells = |heading| -> Vec<String> {
+        table_lines(section(&md, heading))
+            .iter()
+            .skip(2)
+            .map(|l| l.split(" |").next().unwrap()[2..].to_string())
+            .collect()
+    };
+    let class_names: Vec<&str> = ClassRow::all().map(ClassRow::as_str).collect();
+    assert_eq!(first_cells("### Classes"), class_names);
+    let stage_names: Vec<&str> = VerdictStage::ALL.map(VerdictStage::as_str).to_vec();
+    assert_eq!(first_cells("### Stage reached by failed trials"), stage_names);
+
+    // The outcome chart's legend: passed, the class rows, the outcomes
+    // outside the rate.
+    let html = render_html(&report);
+    let chart = &html[html.find("Outcomes and failure classes").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    let outside_classes = Outcome::ALL.into_iter().filter(|&o| o != Outcome::Failed).map(Outcome::as_str);
+    for name in outside_classes.chain(class_names.iter().copied()) {
+        assert!(chart.contains(&format!("<title>{name}</title>")), "{name} in\n{chart}");
+    }
+
+    let json: serde_json::Value = serde_json::from_str(&render_json(&report)).unwrap();
+    let counts = &json["summary"]["agents"][0]["counts"];
+    for name in &class_names {
+        assert!(counts["failed_by_class"][name].is_u64(), "{name} in {counts}");
+    }
+    for name in &stage_names {
+        assert!(counts["failed_by_stage"][name].is_u64(), "{name} in {counts}");
+    }
+
+    // The terminal's table: passed, every class, the outcomes outside the rate.
+    let records: Vec<TrialRecord> = report.trials.iter().map(|t| t.record.clone()).collect();
+    let table = summary_table(&Summary::from_records(&records, records.len()));
+    let head: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    let mut expected = vec!["agent", Outcome::Passed.as_str()];
+    expected.extend(FailureClass::ALL.map(FailureClass::as_str));
+    expected.extend([Outcome::InfraError.as_str(), Outcome::Skipped.as_str()]);
+    assert_eq!(head, expected);
 }

@@ -57,7 +57,7 @@ pub(crate) fn attempt(
 ) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
     let ctx = input.agent_setup.context(input.timeout_multiplier);
-    record.gate = recorded_gate(&agent.spec, &ctx, task).to_string();
+    record.gate = recorded_gate(&agent.spec, &ctx, task);
     record.model = agent.spec.model().map(str::to_string);
     let unmet = input.backend.unmet(&needs(task));
     if !unmet.is_empty() {

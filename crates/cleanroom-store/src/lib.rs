@@ -28,5 +28,5 @@ pub use summary::{AgentSummary, Counts, Summary};
 /// The types of other crates that a record embeds, so that readers of
 /// records need only this crate.
 pub use cleanroom_env::{LimitState, Limits};
-pub use cleanroom_model::StopReason;
+pub use cleanroom_model::{AppliedGate, GateMode, StopReason};
 pub use cleanroom_verify::{Verdict, VerdictStage};

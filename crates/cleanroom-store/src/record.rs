@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use cleanroom_env::Limits;
-use cleanroom_model::StopReason;
+use cleanroom_model::{AppliedGate, StopReason};
 use cleanroom_verify::{Verdict, VerdictStage};
 
 use cleanroom_env::time::rfc3339_utc_now;
@@ -39,10 +39,8 @@ pub struct TrialRecord {
     pub exit_code: Option<i32>,
     /// How far the hidden pipeline got; `none` without a verdict.
     pub stage: VerdictStage,
-    /// The completion gate: `off`, `advisory`, `enforced`, `unavailable`
-    /// (the task has no public experiment command) or `unsupported` (the
-    /// agent has no finish the harness sees).
-    pub gate: String,
+    /// The completion gate as it applied to this trial.
+    pub gate: AppliedGate,
     pub timings: Timings,
     pub tokens: Tokens,
     pub cost_usd: f64,
@@ -94,6 +92,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    pub const ALL: [Outcome; 4] = [Outcome::Passed, Outcome::Failed, Outcome::InfraError, Outcome::Skipped];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Outcome::Passed => "passed",
@@ -199,7 +199,7 @@ impl TrialRecord {
             stop_reason: None,
             exit_code: None,
             stage: VerdictStage::None,
-            gate: "off".to_string(),
+            gate: AppliedGate::Off,
             timings: Timings::default(),
             tokens: Tokens::default(),
             cost_usd: 0.0,
@@ -292,14 +292,9 @@ mod tests {
     #[test]
     fn enum_spellings() {
         let s = |v: Value| v.as_str().unwrap().to_string();
-        for (o, name) in [
-            (Outcome::Passed, "passed"),
-            (Outcome::Failed, "failed"),
-            (Outcome::InfraError, "infra_error"),
-            (Outcome::Skipped, "skipped"),
-        ] {
-            assert_eq!(s(serde_json::to_value(o).unwrap()), name);
-            assert_eq!(o.as_str(), name);
+        assert_eq!(Outcome::ALL.map(Outcome::as_str), ["passed", "failed", "infra_error", "skipped"]);
+        for o in Outcome::ALL {
+            assert_eq!(s(serde_json::to_value(o).unwrap()), o.as_str());
         }
         for c in FailureClass::ALL {
             assert_eq!(s(serde_json::to_value(c).unwrap()), c.as_str());

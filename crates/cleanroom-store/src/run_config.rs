@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use cleanroom_model::GateMode;
 use serde::{Deserialize, Serialize};
 
 /// The resolved configuration of a run, written to run.toml.
@@ -29,8 +30,7 @@ pub struct RunConfig {
     pub agents: Vec<AgentEntry>,
     pub trials: u32,
     pub jobs: u32,
-    /// `off`, `advisory` or `enforced`.
-    pub gate: String,
+    pub gate: GateMode,
     pub timeout_multiplier: f64,
     pub retries: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
 
 use cleanroom_store::{
-    AgentEntry, ArtifactEntry, Outcome, RunConfig, RunDir, StoreError, Summary, TrialFile, TrialRecord,
+    AgentEntry, AppliedGate, ArtifactEntry, GateMode, Outcome, RunConfig, RunDir, StoreError, Summary,
+    TrialFile, TrialRecord,
 };
 
 fn config(run_id: &str) -> RunConfig {
@@ -19,7 +21,7 @@ fn config(run_id: &str) -> RunConfig {
         agents: vec![AgentEntry { spec: "nop".into(), id: "nop".into() }],
         trials: 2,
         jobs: 4,
-        gate: "off".into(),
+        gate: GateMode::Off,
         timeout_multiplier: 1.5,
         retries: 1,
         max_steps: None,
@@ -257,4 +259,71 @@ fn summary_is_written_as_json() {
     run.write_summary(&summary).unwrap();
     let back: Summary = serde_json::from_slice(&fs::read(run.path().join("summary.json")).unwrap()).unwrap();
     assert_eq!(back, summary);
+}
+
+/// A run directory written before the gate was an enum, verbatim but for
+/// its gate values: a nop run of one trial, with `gate` `off` in both files.
+const STRING_GATE_RUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/string-gate-run");
+const STRING_GATE_RESULT: &str = "trials/count/nop/1/result.json";
+
+/// Copies the string-gate run into `dir`, with these gate values.
+fn string_gate_run(dir: &Path, configured: &str, applied: &str) -> (String, String) {
+    let from = Path::new(STRING_GATE_RUN);
+    let run_toml = fs::read_to_string(from.join("run.toml")).unwrap();
+    let result = fs::read_to_string(from.join(STRING_GATE_RESULT)).unwrap();
+    assert_eq!(run_toml.matches("\ngate = \"off\"\n").count(), 1);
+    assert_eq!(result.matches("\"gate\": \"off\",").count(), 1);
+    let run_toml = run_toml.replace("\ngate = \"off\"\n", &format!("\ngate = \"{configured}\"\n"));
+    let result = result.replace("\"gate\": \"off\",", &format!("\"gate\": \"{applied}\","));
+    fs::create_dir_all(dir.join(STRING_GATE_RESULT).parent().unwrap()).unwrap();
+    fs::write(dir.join("run.toml"), &run_toml).unwrap();
+    fs::write(dir.join(STRING_GATE_RESULT), &result).unwrap();
+    (run_toml, result)
+}
+
+#[test]
+fn runs_written_with_string_gates_load_with_every_value_and_rewrite_the_same() {
+    let configured =
+        [("off", GateMode::Off), ("advisory", GateMode::Advisory), ("enforced", GateMode::Enforced)];
+    let applied = [
+        ("off", AppliedGate::Off),
+        ("advisory", AppliedGate::Advisory),
+        ("enforced", AppliedGate::Enforced),
+        ("unavailable", AppliedGate::Unavailable),
+        ("unsupported", AppliedGate::Unsupported),
+    ];
+    for (i, (applied_name, applied_gate)) in applied.into_iter().enumerate() {
+        // The modes in turn, beside every applied value (not every
+        // combination occurs, but each parses on its own).
+        let (configured_name, configured_gate) = configured[i % configured.len()];
+        let tmp = tempfile::tempdir().unwrap();
+        let (run_toml, result) = string_gate_run(tmp.path(), configured_name, applied_name);
+
+        let run = RunDir::open(tmp.path()).unwrap();
+        let config = run.read_run_config().unwrap();
+        assert_eq!(config.gate, configured_gate, "run.toml gate {configured_name}");
+        let records = run.load_results().unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].gate, applied_gate, "result.json gate {applied_name}");
+
+        // Written again, both files are as they were: same shape, same names.
+        let written: serde_json::Value = serde_json::to_value(&records[0]).unwrap();
+        assert_eq!(written, serde_json::from_str::<serde_json::Value>(&result).unwrap());
+        run.write_run_config(&config).unwrap();
+        assert_eq!(fs::read_to_string(tmp.path().join("run.toml")).unwrap(), run_toml);
+    }
+}
+
+#[test]
+fn an_unknown_gate_in_run_toml_or_result_json_names_the_file_and_the_value() {
+    let tmp = tempfile::tempdir().unwrap();
+    string_gate_run(tmp.path(), "strict", "off");
+    let run = RunDir::open(tmp.path()).unwrap();
+    let err = run.read_run_config().unwrap_err().to_string();
+    assert!(err.contains("run.toml") && err.contains("strict"), "{err}");
+
+    let tmp = tempfile::tempdir().unwrap();
+    string_gate_run(tmp.path(), "off", "sometimes");
+    let err = RunDir::open(tmp.path()).unwrap().load_results().unwrap_err().to_string();
+    assert!(err.contains(STRING_GATE_RESULT) && err.contains("sometimes"), "{err}");
 }

@@ -48,6 +48,14 @@ pub enum VerdictStage {
 }
 
 impl VerdictStage {
+    pub const ALL: [VerdictStage; 5] = [
+        VerdictStage::None,
+        VerdictStage::Setup,
+        VerdictStage::Build,
+        VerdictStage::Run,
+        VerdictStage::Results,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             VerdictStage::None => "none",
@@ -132,6 +140,14 @@ mod tests {
     }
 
     use StepStatus::*;
+
+    #[test]
+    fn stage_names_are_the_serialized_ones_in_order() {
+        for stage in VerdictStage::ALL {
+            assert_eq!(serde_json::to_value(stage).unwrap(), stage.as_str());
+        }
+        assert!(VerdictStage::ALL.windows(2).all(|w| w[0] < w[1]), "ALL is in pipeline order");
+    }
 
     #[test]
     fn all_passed_is_results() {

@@ -6,28 +6,11 @@
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, ExitStatus};
+use cleanroom_model::{AppliedGate, GateMode};
 use cleanroom_task::Task;
 use serde_json::{json, Value};
 
 use crate::workspace::agent_environment;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GateMode {
-    Off,
-    Advisory,
-    Enforced,
-}
-
-impl GateMode {
-    pub fn parse(s: &str) -> Option<GateMode> {
-        match s {
-            "off" => Some(GateMode::Off),
-            "advisory" => Some(GateMode::Advisory),
-            "enforced" => Some(GateMode::Enforced),
-            _ => None,
-        }
-    }
-}
 
 /// Refusals before an enforced gate lets the agent go anyway.
 pub const MAX_REFUSALS: u32 = 3;
@@ -101,12 +84,11 @@ impl Gate {
 
     /// What result.json records: the mode, or `unavailable` for a task
     /// without a public experiment command.
-    pub fn recorded(mode: GateMode, task: &Task) -> &'static str {
+    pub fn recorded(mode: GateMode, task: &Task) -> AppliedGate {
         match mode {
-            GateMode::Off => "off",
-            _ if experiment_command(task).is_none() => "unavailable",
-            GateMode::Advisory => "advisory",
-            GateMode::Enforced => "enforced",
+            GateMode::Off => AppliedGate::Off,
+            _ if experiment_command(task).is_none() => AppliedGate::Unavailable,
+            mode => mode.into(),
         }
     }
 

@@ -10,13 +10,15 @@ use std::time::{Duration, Instant};
 
 use cleanroom_env::{CancelToken, Captured, EnvError, Environment};
 use cleanroom_model::atif::{content_text, Source, Step, ToolCall, Trajectory};
-use cleanroom_model::{Budget, ChatClient, Dialect, Exhausted, Gateway, GatewayError, Meter, ModelConfig};
+use cleanroom_model::{
+    Budget, ChatClient, Dialect, Exhausted, GateMode, Gateway, GatewayError, Meter, ModelConfig,
+};
 use cleanroom_task::Task;
 use serde_json::{json, Value};
 
 use crate::workspace::instruction_text;
 use crate::{AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
-use gate::{Decision, Gate, GateMode};
+use gate::{Decision, Gate};
 
 const SYSTEM_PROMPT: &str = "You are working as root on a fresh Debian 12 machine with network access. \
 Your task is in the user's message; its files are under /workspace. Act through the tools: bash runs \
@@ -60,11 +62,7 @@ pub fn run_llm(
     let deadline = started + settings.timeout;
     let client = match ChatClient::new(settings.model) {
         Ok(c) => c,
-        Err(e) => {
-            let mut run = model_failure(started, settings.model_name, e.to_string());
-            run.model.as_mut().expect("a model record").gate = Gate::recorded(settings.gate, task);
-            return Ok(run);
-        }
+        Err(e) => return Ok(model_failure(started, settings.model_name, e.to_string())),
     };
     let budget = Budget {
         max_steps: settings.max_steps,
@@ -122,7 +120,6 @@ pub fn run_llm(
             exchanges: gateway.exchanges_jsonl(),
             native_logs: Vec::new(),
             error,
-            gate: Gate::recorded(settings.gate, task),
         }),
     })
 }

@@ -434,7 +434,7 @@ impl Index {
                 r.exit_code,
                 r.skip_reason,
                 r.error,
-                r.gate,
+                r.gate.as_str(),
                 r.started_at,
                 r.finished_at,
                 r.timings.environment,

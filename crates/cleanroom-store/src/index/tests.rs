@@ -7,7 +7,7 @@ use super::*;
 use crate::record::{Evidence, FailureClass, Outcome, Tag};
 use crate::run_config::AgentEntry;
 use crate::run_dir::RunDir;
-use crate::StopReason;
+use crate::{GateMode, StopReason};
 use cleanroom_verify::{CheckResult, StepResult, StepStatus, Verdict, VerdictStage};
 
 fn config(run_id: &str, created: &str) -> RunConfig {
@@ -25,7 +25,7 @@ fn config(run_id: &str, created: &str) -> RunConfig {
         ],
         trials: 2,
         jobs: 1,
-        gate: "off".into(),
+        gate: GateMode::Off,
         timeout_multiplier: 1.0,
         retries: 1,
         max_steps: None,
