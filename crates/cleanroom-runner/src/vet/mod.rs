@@ -6,6 +6,7 @@ mod lint;
 
 pub use lint::{Finding, Severity};
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 
 use cleanroom_agent::AgentSpec;
@@ -63,15 +64,21 @@ pub fn check_tasks(input: &RunInput, run: bool, done: &mut dyn FnMut(&TaskCheck)
     let agents = [agent(AgentSpec::Oracle, ORACLE), agent(AgentSpec::Nop, NOP)];
     let input = RunInput { agents: &agents, retries: 0, cancel: input.cancel.clone(), ..*input };
     let plan = Plan { planned: todo.len(), todo };
+    // Each task is judged once both of its trials are in, the oracle first,
+    // so its findings come in the same order whichever trial ends first.
+    let mut oracles: HashMap<String, (TrialRecord, Option<Result<Verdict, String>>)> = HashMap::new();
+    let mut nops: HashMap<String, TrialRecord> = HashMap::new();
     let judged = crate::run(&input, plan, &mut |event| -> Result<(), Infallible> {
         let EventKind::TrialFinished { record, second_verdict, .. } = &event.kind else { return Ok(()) };
-        let Some(check) = checks.iter_mut().find(|c| c.task == record.task) else { return Ok(()) };
         if record.agent_id == ORACLE {
-            judge_oracle(check, record.clone(), second_verdict.clone());
+            oracles.insert(record.task.clone(), (record.clone(), second_verdict.clone()));
         } else {
-            judge_nop(check, record.clone());
+            nops.insert(record.task.clone(), record.clone());
         }
-        if check.oracle.is_some() && check.nop.is_some() {
+        let Some(check) = checks.iter_mut().find(|c| c.task == record.task) else { return Ok(()) };
+        if let (Some((oracle, repeat)), Some(nop)) = (oracles.get(&check.task), nops.get(&check.task)) {
+            judge_oracle(check, oracle.clone(), repeat.clone());
+            judge_nop(check, nop.clone());
             done(check);
         }
         Ok(())
