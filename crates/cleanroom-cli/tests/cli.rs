@@ -931,3 +931,24 @@ fn hard_links_to_long_links_keep_the_harness_small() {
         );
     }
 }
+
+#[test]
+fn a_prebuilt_substitute_fails_only_the_mutated_checks() {
+    let out = temp_out("mutation");
+    let agent = format!("script:{}", fixtures("tests/fixtures/agents/prebuilt-fd.sh"));
+    let tasks = fixtures("examples/tasks");
+    let args =
+        ["--tasks", &tasks, "--task", "fd-anharmonic", "--agent", &agent, "--agent", "oracle", "--jobs", "2"];
+    let (output, run_dir) = run(&out, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    let oracle = by_agent(&results, "oracle")[0];
+    assert_eq!(oracle["outcome"], "passed", "{}", trial_file(&run_dir, oracle, "verify.log"));
+    let prebuilt = by_agent(&results, "script-prebuilt-fd-sh")[0];
+    let log = trial_file(&run_dir, prebuilt, "verify.log");
+    assert_eq!(prebuilt["outcome"], "failed", "{log}");
+    let failed: Vec<&str> = log.lines().filter(|l| l.starts_with("FAIL ")).collect();
+    assert_eq!(failed.len(), 2, "{log}");
+    assert!(failed.iter().all(|l| l.starts_with("FAIL mutated probe:")), "{log}");
+    assert!(log.lines().filter(|l| l.starts_with("PASS ")).count() >= 9, "the paper's checks pass: {log}");
+}

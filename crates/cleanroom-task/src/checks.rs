@@ -7,6 +7,23 @@ use serde::{Serialize, Serializer};
 pub struct VerifySpec {
     pub steps: Vec<Step>,
     pub checks: Vec<Check>,
+    /// **[cleanroom]** Secret changes to the artifact's source that the
+    /// harness makes before the `mutated` steps (see [`Mutation`]).
+    pub mutations: Vec<Mutation>,
+}
+
+/// **[cleanroom]** One `[[mutation]]`: in `file` (relative to
+/// `artifact.dest`), the text `replace`, which the original holds exactly
+/// once, becomes `with`. The harness applies every mutation from outside
+/// the environment after the unmutated steps, in a phase of their own; the
+/// `mutated` steps then rebuild and rerun with the deployment the agent
+/// made, and checks judge the shifted results, which a distribution
+/// package, another release or a reimplementation cannot know.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mutation {
+    pub file: String,
+    pub replace: String,
+    pub with: String,
 }
 
 /// One `[[step]]`.
@@ -20,6 +37,9 @@ pub struct Step {
     pub timeout_sec: Option<u64>,
     /// Globs relative to `artifact.dest`, removed before the step.
     pub clean: Vec<String>,
+    /// **[cleanroom]** Runs after the mutations (always after every
+    /// unmutated step).
+    pub mutated: bool,
 }
 
 /// A step's stage; stages never decrease along the steps.

@@ -4,13 +4,14 @@ use std::collections::HashMap;
 
 use toml_edit::{ImDocument, Item, Value};
 
-use crate::checks::{Check, CheckFile, Comparison, CsvRow, Selector, Stage, Step, VerifySpec};
+use crate::checks::{Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step, VerifySpec};
 use crate::rules::relative_path_problem;
 use crate::task_toml::{globs, seconds};
 use crate::toml_read::{describe, describe_value, item_number, Reader, Tab};
 
-const ROOT_KEYS: &[&str] = &["step", "check"];
-const STEP_KEYS: &[&str] = &["name", "stage", "run", "timeout_sec", "clean"];
+const ROOT_KEYS: &[&str] = &["step", "check", "mutation"];
+const STEP_KEYS: &[&str] = &["name", "stage", "run", "timeout_sec", "clean", "mutated"];
+const MUTATION_KEYS: &[&str] = &["file", "replace", "with"];
 const SELECTORS: &[&str] = &["json", "regex", "csv"];
 const COMPARISONS: &[&str] = &["expect", "range", "equals", "exists"];
 const CHECK_KEYS: &[&str] =
@@ -27,6 +28,7 @@ pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Opti
     });
     let step_tabs = array_of_tables(r, &root, "step");
     let check_tabs = array_of_tables(r, &root, "check");
+    let mutation_tabs = array_of_tables(r, &root, "mutation");
     if step_tabs.is_empty() && check_tabs.is_empty() && r.errors.is_empty() {
         r.err(
             1,
@@ -66,6 +68,15 @@ pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Opti
                     }
                     _ => highest = Some((s.stage, tab.line)),
                 }
+                let after_mutated = steps.iter().any(|p: &Step| p.mutated);
+                if after_mutated && !s.mutated {
+                    r.key_err(
+                        tab,
+                        "name",
+                        "an unmutated step after a `mutated = true` one; mutated steps come last",
+                    );
+                    ok = false;
+                }
                 steps.push(s);
             }
             None => ok = false,
@@ -92,7 +103,55 @@ pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Opti
             None => ok = false,
         }
     }
-    ok.then_some(VerifySpec { steps, checks })
+    let mut mutations = Vec::new();
+    for tab in &mutation_tabs {
+        match mutation(r, tab) {
+            Some(m) => mutations.push(m),
+            None => ok = false,
+        }
+    }
+    let mutated_steps = steps.iter().any(|s| s.mutated);
+    if mutated_steps && mutations.is_empty() {
+        r.err(1, "step.mutated", "steps are `mutated = true` but checks.toml defines no [[mutation]]");
+        ok = false;
+    }
+    if let (Some(tab), false) = (mutation_tabs.first(), mutated_steps) {
+        r.key_err(
+            tab,
+            "file",
+            "a [[mutation]] without any `mutated = true` step: nothing would run on the mutated source",
+        );
+        ok = false;
+    }
+    ok.then_some(VerifySpec { steps, checks, mutations })
+}
+
+fn mutation(r: &mut Reader, tab: &Tab<'_>) -> Option<Mutation> {
+    r.unknown_keys(tab, MUTATION_KEYS, &|_| None);
+    let file = r.required_string(tab, "file", "the artifact file to change, relative to artifact.dest");
+    let replace = r.required_string(tab, "replace", "the text of the original to replace (exactly once)");
+    let with = r.required_string(tab, "with", "the text that replaces it");
+    let file = file.filter(|f| {
+        let plain = !f.is_empty()
+            && !f.starts_with('/')
+            && !f.split('/').any(|c| c.is_empty() || c == "." || c == "..");
+        if !plain {
+            r.key_err(tab, "file", format!("{f:?} is not a plain relative path inside the artifact"));
+        }
+        plain
+    });
+    let replace = replace.filter(|t| {
+        if t.is_empty() {
+            r.key_err(tab, "replace", "must not be empty");
+        }
+        !t.is_empty()
+    });
+    let (file, replace, with) = (file?, replace?, with?);
+    if with == replace {
+        r.key_err(tab, "with", "equals `replace`: the mutation would change nothing");
+        return None;
+    }
+    Some(Mutation { file, replace, with })
 }
 
 /// `[[name]]` tables, or a list of inline tables under `name`.
@@ -154,7 +213,18 @@ fn step(r: &mut Reader, tab: &Tab<'_>) -> Option<Step> {
         Some(_) => seconds(r, tab, "timeout_sec").map(Some),
     };
     let clean = globs(r, tab, "clean");
-    Some(Step { name: name?, stage: stage?, run: run?, timeout_sec: timeout_sec?, clean: clean? })
+    let mutated = match r.get(tab, "mutated") {
+        None => Some(false),
+        Some(_) => r.boolean(tab, "mutated"),
+    };
+    Some(Step {
+        name: name?,
+        stage: stage?,
+        run: run?,
+        timeout_sec: timeout_sec?,
+        clean: clean?,
+        mutated: mutated?,
+    })
 }
 
 fn check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Option<Check> {

@@ -19,7 +19,7 @@ mod spec;
 mod task_toml;
 mod toml_read;
 
-pub use checks::{Check, CheckFile, Comparison, CsvRow, Selector, Stage, Step, VerifySpec};
+pub use checks::{Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step, VerifySpec};
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};

@@ -752,3 +752,22 @@ fn duplicate_ids_are_an_error() {
     let err = load_tasks(&[empty.path().to_path_buf()]).unwrap_err().to_string();
     assert!(err.contains("holds no task.toml"), "{err}");
 }
+
+#[test]
+fn mutations_and_mutated_steps_go_together() {
+    const MUTATION: &str = "[[mutation]]\nfile = \"main.py\"\nreplace = \"print(1)\"\nwith = \"print(2)\"\n";
+    const MUTATED: &str = "[[step]]\nname = \"again\"\nrun = \"true\"\nmutated = true\n";
+    let ok = format!("{STEP}{MUTATED}{MUTATION}{CHECK}");
+    assert_eq!(errors(BASE, &ok), Vec::<String>::new());
+    let e = errors(BASE, &format!("{STEP}{MUTATED}{CHECK}"));
+    assert_error(&e, "verify/checks.toml", 1, "step.mutated", "defines no [[mutation]]");
+    let e = errors(BASE, &format!("{STEP}{CHECK}{MUTATION}"));
+    assert_error(&e, "verify/checks.toml", 10, "mutation.file", "without any `mutated = true` step");
+    let e = errors(BASE, &format!("{MUTATED}{STEP}{MUTATION}{CHECK}"));
+    assert_error(&e, "verify/checks.toml", 6, "step.name", "mutated steps come last");
+    let bad = |body: &str| errors(BASE, &format!("{STEP}{MUTATED}[[mutation]]\n{body}{CHECK}"));
+    let e = bad("file = \"../etc/passwd\"\nreplace = \"a\"\nwith = \"b\"\n");
+    assert_error(&e, "verify/checks.toml", 10, "mutation.file", "not a plain relative path");
+    let e = bad("file = \"main.py\"\nreplace = \"a\"\nwith = \"a\"\n");
+    assert_error(&e, "verify/checks.toml", 12, "mutation.with", "would change nothing");
+}

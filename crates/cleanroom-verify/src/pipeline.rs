@@ -189,9 +189,8 @@ impl<'a> Pipeline<'a> {
         let mut sealed = self.protected.to_vec();
         sealed.push(verify_env.clone());
         let vars = self.step_env(login, &verify_env, &out_dir);
-        let network = if self.network { Network::Outbound } else { Network::LoopbackOnly };
-        env.begin_phase_with(network, &PhaseOptions { sealed, ..Default::default() })?;
-        let ran = self.run_steps(&*env, vars, out_dir, cancel, &mut log, clock, start);
+        let phase = PhaseOptions { sealed, ..Default::default() };
+        let ran = self.run_steps(env, &phase, vars, out_dir, cancel, &mut log, clock, start);
         let ended = env.end_phase();
         let ran = ran?;
         ended?;
@@ -278,7 +277,8 @@ impl<'a> Pipeline<'a> {
     #[allow(clippy::too_many_arguments)]
     fn run_steps(
         &self,
-        env: &dyn Environment,
+        env: &mut dyn Environment,
+        phase: &PhaseOptions,
         vars: Vec<(String, String)>,
         out_dir: String,
         cancel: &CancelToken,
@@ -286,7 +286,12 @@ impl<'a> Pipeline<'a> {
         clock: &dyn Clock,
         start: Duration,
     ) -> Result<Ran<'a>, EnvError> {
-        let root = env.files();
+        let network = if self.network { Network::Outbound } else { Network::LoopbackOnly };
+        env.begin_phase_with(network, phase)?;
+        let mut mutated = false;
+        // What the mutations replaced, put back once the steps are done, so
+        // that a second verification of the environment starts as the first.
+        let mut originals = Vec::new();
 
         let mut steps = Vec::new();
         let mut stdouts = HashMap::new();
@@ -307,6 +312,22 @@ impl<'a> Pipeline<'a> {
                 steps.push(result);
                 continue;
             }
+            if step.mutated && !mutated {
+                // Every process of the unmutated steps dies with their
+                // phase; the source changes from outside; a new phase.
+                mutated = true;
+                env.end_phase()?;
+                let applied = self.mutate(env.files(), log, &mut originals);
+                env.begin_phase_with(network, phase)?;
+                if let Err(why) = applied {
+                    log.line(format_args!("-- failed: mutation: {why}"));
+                    result.status = StepStatus::Failed;
+                    steps.push(result);
+                    stopped = true;
+                    continue;
+                }
+            }
+            let root = env.files();
             if let Err(why) = self.clean(root, &step.clean, cancel, log) {
                 if cancel.is_cancelled() {
                     log.line("-- cancelled");
@@ -348,7 +369,38 @@ impl<'a> Pipeline<'a> {
             stopped = result.status != StepStatus::Passed;
             steps.push(result);
         }
+        for (path, bytes) in &originals {
+            env.files()
+                .write_file(path, bytes, 0o644)
+                .map_err(|e| EnvError::io(format!("restoring {path}"), e))?;
+        }
         Ok(Ran { steps, stdouts, out_dir })
+    }
+
+    /// Applies every `[[mutation]]` to the artifact, from the host: each
+    /// target must hold its text exactly once (a deployment that rewrote
+    /// the file fails here). The new contents keep no mode bits but 0644.
+    fn mutate(
+        &self,
+        files: &dyn Files,
+        log: &mut Log<'_>,
+        originals: &mut Vec<(String, Vec<u8>)>,
+    ) -> Result<(), String> {
+        log.line(format_args!("== mutations: {}", self.spec.mutations.len()));
+        for (i, m) in self.spec.mutations.iter().enumerate() {
+            let path = format!("{}/{}", self.artifact_dest.trim_end_matches('/'), m.file);
+            let bytes = files.read_regular(&path, READ_LIMIT).map_err(|e| format!("{}: {e}", m.file))?;
+            let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", m.file))?;
+            let found = text.matches(m.replace.as_str()).count();
+            if found != 1 {
+                return Err(format!("{}: mutation {} found its text {found} times, not once", m.file, i + 1));
+            }
+            let changed = text.replacen(m.replace.as_str(), &m.with, 1);
+            files.write_file(&path, changed.as_bytes(), 0o644).map_err(|e| format!("{}: {e}", m.file))?;
+            originals.push((path, text.into_bytes()));
+            log.line(format_args!("mutation {}: {} changed", i + 1, m.file));
+        }
+        Ok(())
     }
 
     /// Removes a step's `clean` globs under `artifact.dest`, from the host.

@@ -139,6 +139,19 @@ pub fn lint(task: &Task, artifact: &Path) -> Vec<Finding> {
             message: format!("instruction.md gives away the expected value {leak}"),
         });
     }
+    for (i, m) in task.verify.mutations.iter().enumerate() {
+        let found =
+            std::fs::read_to_string(artifact.join(&m.file)).map(|t| t.matches(m.replace.as_str()).count());
+        let problem = match found {
+            Ok(1) => continue,
+            Ok(n) => format!("holds its text {n} times, not once"),
+            Err(e) => format!("cannot be read as text ({e})"),
+        };
+        findings.push(Finding {
+            severity: Severity::Error,
+            message: format!("[[mutation]] {} of checks.toml: the artifact's {} {problem}", i + 1, m.file),
+        });
+    }
     let artifact_files = files_under(artifact);
     for (rel, path) in &artifact_files {
         if std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_SCANNED) {

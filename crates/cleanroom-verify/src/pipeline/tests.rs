@@ -97,7 +97,7 @@ fn fixture(
 }
 
 fn step(name: &str, stage: Stage, run: &str) -> Step {
-    Step { name: name.into(), stage, run: run.into(), timeout_sec: None, clean: Vec::new() }
+    Step { name: name.into(), stage, run: run.into(), timeout_sec: None, clean: Vec::new(), mutated: false }
 }
 
 fn check(name: &str, file: CheckFile, select: Option<Selector>, compare: Comparison) -> Check {
@@ -230,6 +230,7 @@ fn stdout_check(step: &str) -> Check {
 fn a_passing_pipeline_reaches_results() {
     let mut f = fixture(by_command());
     let spec = VerifySpec {
+        mutations: vec![],
         steps: vec![step("env", Stage::Setup, "ok"), step("experiment", Stage::Run, "write")],
         checks: vec![json_check("err"), stdout_check("experiment")],
     };
@@ -249,7 +250,7 @@ fn a_passing_pipeline_reaches_results() {
 #[test]
 fn steps_get_the_documented_environment() {
     let mut f = fixture(by_command());
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     let req = &f.requests()[0];
     assert_eq!(req.argv, ["/bin/bash", "--noprofile", "--norc", "-c", "ok"]);
@@ -286,7 +287,7 @@ fn verify_files_but_checks_toml_are_copied_in_and_out_starts_empty() {
         s.push(format!("out:{}", std::fs::read_dir(out).unwrap().count()));
         Ok(exited(0, 1, ""))
     });
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "x")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     assert_eq!(*seen.lock().unwrap(), ["checks.toml:false", "run.sh:true", "ref", "out:0"]);
 }
@@ -295,6 +296,7 @@ fn verify_files_but_checks_toml_are_copied_in_and_out_starts_empty() {
 fn the_first_failing_step_ends_the_steps_but_every_check_is_evaluated() {
     let mut f = fixture(by_command());
     let spec = VerifySpec {
+        mutations: vec![],
         steps: vec![
             step("experiment", Stage::Build, "write"),
             step("broken", Stage::Run, "fail"),
@@ -325,7 +327,11 @@ fn the_first_failing_step_ends_the_steps_but_every_check_is_evaluated() {
 #[test]
 fn a_missing_output_says_missing() {
     let mut f = fixture(by_command());
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![json_check("err")] };
+    let spec = VerifySpec {
+        mutations: vec![],
+        steps: vec![step("a", Stage::Run, "ok")],
+        checks: vec![json_check("err")],
+    };
     let verdict = f.run(&spec, 900, false).0.unwrap();
     assert_eq!(verdict.checks[0].observed, "missing");
     assert_eq!(verdict.stage, crate::VerdictStage::Run);
@@ -338,7 +344,11 @@ fn a_linked_output_is_not_followed() {
         std::os::unix::fs::symlink("/etc/passwd", out.join("table.json")).unwrap();
         Ok(exited(0, 1, ""))
     });
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "x")], checks: vec![json_check("err")] };
+    let spec = VerifySpec {
+        mutations: vec![],
+        steps: vec![step("a", Stage::Run, "x")],
+        checks: vec![json_check("err")],
+    };
     let verdict = f.run(&spec, 900, false).0.unwrap();
     assert!(!verdict.checks[0].passed);
     assert_eq!(verdict.checks[0].observed, "symlink in path");
@@ -352,6 +362,7 @@ fn step_timeouts_are_capped_by_what_is_left() {
     let mut short = step("short", Stage::Run, "ok");
     short.timeout_sec = Some(10);
     let spec = VerifySpec {
+        mutations: vec![],
         steps: vec![step("slow", Stage::Setup, "slow"), capped, short, step("rest", Stage::Run, "ok")],
         checks: vec![],
     };
@@ -367,6 +378,7 @@ fn step_timeouts_are_capped_by_what_is_left() {
 fn a_spent_budget_times_out_the_next_step_without_running_it() {
     let mut f = fixture(by_command());
     let spec = VerifySpec {
+        mutations: vec![],
         steps: vec![
             step("slow", Stage::Setup, "slow"),
             step("next", Stage::Run, "ok"),
@@ -389,6 +401,7 @@ fn a_timed_out_step_keeps_its_partial_output() {
     let mut hang = step("hang", Stage::Run, "hang");
     hang.timeout_sec = Some(30);
     let spec = VerifySpec {
+        mutations: vec![],
         steps: vec![hang, step("after", Stage::Run, "ok")],
         checks: vec![check(
             "partial",
@@ -419,7 +432,7 @@ fn clean_removes_matching_artifact_paths_from_the_host_before_the_step() {
     });
     let mut s = step("experiment", Stage::Run, "x");
     s.clean = vec!["results/**".into()];
-    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![s], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     assert!(verdict.unwrap().passed);
     assert!(log.contains("clean: removed results/old.csv\n"), "{log}");
@@ -436,7 +449,7 @@ fn clean_never_follows_a_linked_artifact() {
     std::os::unix::fs::symlink(outside.path(), &artifact).unwrap();
     let mut s = step("experiment", Stage::Run, "x");
     s.clean = vec!["results/**".into()];
-    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![s], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     assert!(verdict.unwrap().passed);
     assert!(log.contains("clean: nothing to remove"), "{log}");
@@ -453,7 +466,7 @@ fn a_tree_too_deep_to_clean_fails_the_step_not_the_harness() {
     std::fs::create_dir_all(&deep).unwrap();
     let mut s = step("experiment", Stage::Run, "x");
     s.clean = vec!["results".into()];
-    let spec = VerifySpec { steps: vec![s], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![s], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     let verdict = verdict.unwrap();
     assert_eq!(verdict.steps[0].status, StepStatus::Failed);
@@ -464,7 +477,7 @@ fn a_tree_too_deep_to_clean_fails_the_step_not_the_harness() {
 #[test]
 fn network_follows_verify_network() {
     let mut f = fixture(by_command());
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, true).0.unwrap();
     assert_eq!(f.phases(), [Network::LoopbackOnly, Network::Outbound]);
 }
@@ -472,7 +485,7 @@ fn network_follows_verify_network() {
 #[test]
 fn an_environment_failure_is_an_error_and_the_phase_still_ends() {
     let mut f = fixture(|_, _| Err(EnvError::Command { program: "fake".into(), detail: "broken".into() }));
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     assert!(f.run(&spec, 900, false).0.is_err());
     assert_eq!(f.ended(), (2, false));
 }
@@ -480,8 +493,11 @@ fn an_environment_failure_is_an_error_and_the_phase_still_ends() {
 #[test]
 fn a_cancel_is_an_error_and_the_phase_still_ends() {
     let mut f = fixture(|_, _| Ok(Reply::status(ExitStatus::Cancelled).after(Duration::from_secs(1))));
-    let spec =
-        VerifySpec { steps: vec![step("a", Stage::Run, "ok"), step("b", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec {
+        mutations: vec![],
+        steps: vec![step("a", Stage::Run, "ok"), step("b", Stage::Run, "ok")],
+        checks: vec![],
+    };
     let err = f.run(&spec, 900, false).0.unwrap_err();
     assert!(err.to_string().contains("cancelled"), "{err}");
     assert_eq!(f.requests().len(), 1);
@@ -491,7 +507,7 @@ fn a_cancel_is_an_error_and_the_phase_still_ends() {
 #[test]
 fn a_signal_is_a_failure_with_the_shell_code() {
     let mut f = fixture(|_, _| Ok(Reply::status(ExitStatus::Signaled(9)).after(Duration::from_secs(1))));
-    let spec = VerifySpec { steps: vec![step("a", Stage::Setup, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Setup, "ok")], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     let verdict = verdict.unwrap();
     assert_eq!(verdict.steps[0].status, StepStatus::Failed);
@@ -504,7 +520,7 @@ fn a_signal_is_a_failure_with_the_shell_code() {
 fn steps_get_the_login_variables_but_none_of_its_hooks() {
     let mut f = fixture(by_command());
     *f.login_env.lock().unwrap() = deployed_login_env();
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     let (verdict, log) = f.run(&spec, 900, false);
     verdict.unwrap();
     let req = &f.requests()[0];
@@ -520,7 +536,7 @@ fn steps_get_the_login_variables_but_none_of_its_hooks() {
 #[test]
 fn without_a_login_report_steps_get_the_default_environment() {
     let mut f = fixture(by_command());
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     let (_, log) = f.run(&spec, 900, false);
     assert_eq!(var(&f.requests()[0], "PATH"), STEP_PATH);
     assert!(log.contains("login environment: not reported (no variables printed)"), "{log}");
@@ -530,7 +546,7 @@ fn without_a_login_report_steps_get_the_default_environment() {
 fn the_verifier_and_the_protected_files_are_sealed_during_the_steps() {
     let mut f = fixture(by_command());
     f.protected = vec![format!("{DEST}/main.py"), format!("{DEST}/results/old.csv")];
-    let spec = VerifySpec { steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("a", Stage::Run, "ok")], checks: vec![] };
     f.run(&spec, 900, false).0.unwrap();
     let req = &f.requests()[0];
     let sealed = f.sealed();
@@ -556,4 +572,61 @@ fn protected_paths_are_the_original_regular_files_the_globs_match() {
     let original = cleanroom_env::Manifest::of_host_dir(dir.path()).unwrap();
     let globs = Globs::new(&["data/**".to_string(), "run.sh".to_string()]).unwrap();
     assert_eq!(protected_paths("/w/a/", &original, &globs), ["/w/a/data/sub/a.csv", "/w/a/run.sh"]);
+}
+
+#[test]
+fn mutated_steps_run_in_a_phase_of_their_own_on_the_changed_source() {
+    // Each step reports what main.py holds when it runs.
+    let mut f = fixture(|_, root| {
+        let text = std::fs::read_to_string(root.join("workspace/artifact/main.py")).unwrap();
+        Ok(exited(0, 1, &text))
+    });
+    let mut mutated = step("mutated", Stage::Run, "again");
+    mutated.mutated = true;
+    let spec = VerifySpec {
+        steps: vec![step("plain", Stage::Run, "once"), mutated],
+        checks: vec![],
+        mutations: vec![crate::task::Mutation {
+            file: "main.py".into(),
+            replace: "print()".into(),
+            with: "print(1)".into(),
+        }],
+    };
+    let (verdict, log) = f.run(&spec, 900, false);
+    assert!(verdict.unwrap().passed, "{log}");
+    let outputs: Vec<String> = log.lines().filter(|l| l.starts_with("print")).map(str::to_string).collect();
+    assert_eq!(outputs, ["print()", "print(1)"], "{log}");
+    assert!(log.contains("mutation 1: main.py changed") && !log.contains("print(1)\n-- "), "{log}");
+    // Login shell, unmutated steps, mutated steps: three phases.
+    let phases = f.backend.calls().iter().filter(|c| matches!(c, Call::BeganPhase { .. })).count();
+    assert_eq!(phases, 3);
+    // The source is put back, so a second verification starts as the first.
+    let root = f.backend.root_of(f.env.id());
+    assert_eq!(std::fs::read_to_string(root.join("workspace/artifact/main.py")).unwrap(), "print()");
+    let (again, log) = f.run(&spec, 900, false);
+    assert!(again.unwrap().passed, "{log}");
+}
+
+#[test]
+fn a_mutation_whose_text_the_deployment_changed_fails_the_mutated_step() {
+    let mut f = fixture(|_, _| Ok(exited(0, 1, "")));
+    let mut mutated = step("mutated", Stage::Run, "again");
+    mutated.mutated = true;
+    let spec = VerifySpec {
+        steps: vec![step("plain", Stage::Run, "once"), mutated],
+        checks: vec![],
+        mutations: vec![crate::task::Mutation {
+            file: "main.py".into(),
+            replace: "absent".into(),
+            with: "x".into(),
+        }],
+    };
+    let (verdict, log) = f.run(&spec, 900, false);
+    let verdict = verdict.unwrap();
+    assert!(!verdict.passed);
+    assert_eq!(verdict.steps[1].status, StepStatus::Failed);
+    assert!(
+        log.contains("-- failed: mutation: main.py: mutation 1 found its text 0 times, not once"),
+        "{log}"
+    );
 }
