@@ -952,3 +952,25 @@ fn a_prebuilt_substitute_fails_only_the_mutated_checks() {
     assert!(failed.iter().all(|l| l.starts_with("FAIL mutated probe:")), "{log}");
     assert!(log.lines().filter(|l| l.starts_with("PASS ")).count() >= 9, "the paper's checks pass: {log}");
 }
+
+#[test]
+fn tasks_check_refuses_a_mutation_whose_text_the_artifact_lacks() {
+    let out = temp_out("mutation-lint");
+    let task = out.join("fd-anharmonic");
+    let copied = std::process::Command::new("cp")
+        .args(["-r", &fixtures("examples/tasks/fd-anharmonic"), task.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let checks = task.join("verify/checks.toml");
+    let original = std::fs::read_to_string(&checks).unwrap();
+    std::fs::write(
+        &checks,
+        original.replace("replace = \"POTEN = 0.5D0*X*X", "replace = \"POTEN = 0.7D0*X*X"),
+    )
+    .unwrap();
+    let output = cleanroom().args(["tasks", "check", task.to_str().unwrap(), "--no-run"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output)
+        .contains("[[mutation]] 1 of checks.toml: the artifact's qwell.f holds its text 0 times"));
+}
