@@ -368,8 +368,9 @@ fn ipv6_enabled() -> bool {
 
 fn block_host_addresses(holder: i32) -> Result<(), EnvError> {
     let mut batch = String::new();
+    let ipv6 = ipv6_enabled();
     for net in blocked_routes() {
-        if net.0.is_ipv4() || ipv6_enabled() {
+        if net.0.is_ipv4() || ipv6 {
             batch.push_str(&format!("route add prohibit {net}\n"));
         }
     }

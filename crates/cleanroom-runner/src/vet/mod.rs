@@ -66,17 +66,18 @@ pub fn check_tasks(input: &RunInput, run: bool, done: &mut dyn FnMut(&TaskCheck)
     let plan = Plan { planned: todo.len(), todo };
     // Each task is judged once both of its trials are in, the oracle first,
     // so its findings come in the same order whichever trial ends first.
-    let mut oracles: HashMap<String, (TrialRecord, Option<Result<Verdict, String>>)> = HashMap::new();
-    let mut nops: HashMap<String, TrialRecord> = HashMap::new();
+    type Oracle = (TrialRecord, Option<Result<Verdict, String>>);
+    let mut waiting: HashMap<String, (Option<Oracle>, Option<TrialRecord>)> = HashMap::new();
     let judged = crate::run(&input, plan, &mut |event| -> Result<(), Infallible> {
         let EventKind::TrialFinished { record, second_verdict, .. } = &event.kind else { return Ok(()) };
+        let pair = waiting.entry(record.task.clone()).or_default();
         if record.agent_id == ORACLE {
-            oracles.insert(record.task.clone(), (record.clone(), second_verdict.clone()));
+            pair.0 = Some((record.clone(), second_verdict.clone()));
         } else {
-            nops.insert(record.task.clone(), record.clone());
+            pair.1 = Some(record.clone());
         }
         let Some(check) = checks.iter_mut().find(|c| c.task == record.task) else { return Ok(()) };
-        if let (Some((oracle, repeat)), Some(nop)) = (oracles.get(&check.task), nops.get(&check.task)) {
+        if let (Some((oracle, repeat)), Some(nop)) = pair {
             judge_oracle(check, oracle.clone(), repeat.clone());
             judge_nop(check, nop.clone());
             done(check);

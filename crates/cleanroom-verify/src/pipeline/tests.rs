@@ -574,6 +574,19 @@ fn protected_paths_are_the_original_regular_files_the_globs_match() {
     assert_eq!(protected_paths("/w/a/", &original, &globs), ["/w/a/data/sub/a.csv", "/w/a/run.sh"]);
 }
 
+/// A plain step, then a mutated one, with main.py's `replace` made `with`.
+fn plain_then_mutated(replace: &str, with: &str) -> VerifySpec {
+    let mut mutated = step("mutated", Stage::Run, "again");
+    mutated.mutated = true;
+    let mutation =
+        crate::task::Mutation { file: "main.py".into(), replace: replace.into(), with: with.into() };
+    VerifySpec {
+        steps: vec![step("plain", Stage::Run, "once"), mutated],
+        checks: vec![],
+        mutations: vec![mutation],
+    }
+}
+
 #[test]
 fn mutated_steps_run_in_a_phase_of_their_own_on_the_changed_source() {
     // Each step reports what main.py holds when it runs.
@@ -581,17 +594,7 @@ fn mutated_steps_run_in_a_phase_of_their_own_on_the_changed_source() {
         let text = std::fs::read_to_string(root.join("workspace/artifact/main.py")).unwrap();
         Ok(exited(0, 1, &text))
     });
-    let mut mutated = step("mutated", Stage::Run, "again");
-    mutated.mutated = true;
-    let spec = VerifySpec {
-        steps: vec![step("plain", Stage::Run, "once"), mutated],
-        checks: vec![],
-        mutations: vec![crate::task::Mutation {
-            file: "main.py".into(),
-            replace: "print()".into(),
-            with: "print(1)".into(),
-        }],
-    };
+    let spec = plain_then_mutated("print()", "print(1)");
     let (verdict, log) = f.run(&spec, 900, false);
     assert!(verdict.unwrap().passed, "{log}");
     let outputs: Vec<String> = log.lines().filter(|l| l.starts_with("print")).map(str::to_string).collect();
@@ -610,17 +613,7 @@ fn mutated_steps_run_in_a_phase_of_their_own_on_the_changed_source() {
 #[test]
 fn a_mutation_whose_text_the_deployment_changed_fails_the_mutated_step() {
     let mut f = fixture(|_, _| Ok(exited(0, 1, "")));
-    let mut mutated = step("mutated", Stage::Run, "again");
-    mutated.mutated = true;
-    let spec = VerifySpec {
-        steps: vec![step("plain", Stage::Run, "once"), mutated],
-        checks: vec![],
-        mutations: vec![crate::task::Mutation {
-            file: "main.py".into(),
-            replace: "absent".into(),
-            with: "x".into(),
-        }],
-    };
+    let spec = plain_then_mutated("absent", "x");
     let (verdict, log) = f.run(&spec, 900, false);
     let verdict = verdict.unwrap();
     assert!(!verdict.passed);
