@@ -49,8 +49,10 @@ N_CTX=32768
 # with 2 cores shared with the tests, 2 OpenMP threads that wait on each
 # other made tokens ~2.5x slower (measured 0.11 vs 0.045 s/token).
 BATCH_THREADS=$(nproc)
-# Completion cap for requests without max_tokens (OpenAI's "up to the
-# context" would let this base model ramble for minutes).
+# Completion cap for every request: OpenAI's "up to the context" for
+# requests without max_tokens, or Claude Code's 32000, would let this base
+# model ramble for many minutes (16k tokens at ~57 ms each after its long
+# prompt).
 MAX_TOKENS=256
 READY_TIMEOUT=180
 
@@ -170,10 +172,10 @@ import llama_cpp
 import llama_cpp.llama_chat_format as chat_format
 import llama_cpp.server.__main__ as server_main
 
-# Every completion is capped: the request's max_tokens, else a default.
-# chatml-function-calling ignores max_tokens for tool arguments and for the
-# text after "message:", and this base model can ramble until the context
-# is full (minutes).
+# Every completion is capped: the request's max_tokens, at most the
+# server's cap. chatml-function-calling ignores max_tokens for tool
+# arguments and for the text after "message:", and this base model can
+# ramble until the context is full (minutes).
 DEFAULT_MAX_TOKENS = int(os.environ.get("LOCAL_MODEL_MAX_TOKENS", "256"))
 REQUEST_MAX_TOKENS = contextvars.ContextVar("max_tokens", default=None)
 _create_completion = llama_cpp.Llama.create_completion
@@ -221,9 +223,10 @@ def fix_request(body):
     if tools and not (messages and messages[0].get("role") == "system"):
         messages.insert(0, {"role": "system", "content": ""})
     body["messages"] = messages
-    limit = body.pop("max_completion_tokens", None)
-    if not body.get("max_tokens"):
-        body["max_tokens"] = limit or DEFAULT_MAX_TOKENS
+    asked = body.pop("max_completion_tokens", None) or body.get("max_tokens")
+    if not isinstance(asked, int) or asked <= 0:
+        asked = DEFAULT_MAX_TOKENS
+    body["max_tokens"] = min(asked, DEFAULT_MAX_TOKENS)
     if not tools:
         body.pop("tools", None)
         body.pop("tool_choice", None)
