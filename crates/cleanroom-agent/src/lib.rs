@@ -7,6 +7,7 @@ pub mod config;
 pub mod external;
 pub mod llm;
 mod spec;
+mod substitute;
 mod workspace;
 
 pub use cleanroom_model::{AppliedGate, GateMode};
@@ -181,6 +182,7 @@ pub fn run_agent(
             let dir = workspace::copy_in_private(env, &task.solution_dir(), "solution")?;
             vec!["/bin/bash".to_string(), format!("{dir}/setup.sh")]
         }
+        AgentSpec::Substitute(substitute) => substitute::argv(substitute, task, env)?,
         AgentSpec::Script(path) => {
             let dir = workspace::copy_in_private_file(env, path, "agent")?;
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

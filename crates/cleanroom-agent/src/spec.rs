@@ -17,12 +17,15 @@ pub enum AgentSpec {
     Llm { model: String },
     /// An external agent CLI of the configuration, with a model.
     Command { name: String, model: String },
+    /// An agent of `tasks check`'s substitution battery, also given as
+    /// `substitute:LABEL` (`substitute:replay`, `substitute:debian:PKG`).
+    Substitute(cleanroom_task::Substitute),
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
     #[error(
-        "agent `{0}`: unknown kind (expected oracle, nop, script:PATH, llm:MODEL or command:NAME[@MODEL])"
+        "agent `{0}`: unknown kind (expected oracle, nop, script:PATH, llm:MODEL, command:NAME[@MODEL] or substitute:LABEL)"
     )]
     Unknown(String),
     #[error("agent `{spec}`: {why}")]
@@ -48,6 +51,15 @@ impl AgentSpec {
             }
             let abs = std::fs::canonicalize(path).map_err(|e| bad(e.to_string()))?;
             return Ok(AgentSpec::Script(abs));
+        }
+        if let Some(label) = spec.strip_prefix("substitute:") {
+            return cleanroom_task::Substitute::parse(label).map(AgentSpec::Substitute).ok_or_else(|| {
+                config_err(
+                    "expected substitute:replay, substitute:debian:PKG, substitute:pypi:REQ, substitute:npm:PKG, \
+                     substitute:crates:CRATE or substitute:agent:PATH (relative to the task)"
+                        .into(),
+                )
+            });
         }
         if let Some(model) = spec.strip_prefix("llm:") {
             config.model(model).map_err(config_err)?;
@@ -97,6 +109,12 @@ mod tests {
         assert!(has_shebang(&script));
         std::fs::remove_file(script).unwrap();
         assert_eq!(AgentSpec::parse("llm:local", &config).unwrap(), AgentSpec::Llm { model: "local".into() });
+        for label in
+            ["replay", "debian:python3-deap python3-numpy", "pypi:deap==1.3.1", "agent:substitutes/a.sh"]
+        {
+            let parsed = AgentSpec::parse(&format!("substitute:{label}"), &config).unwrap();
+            assert!(matches!(&parsed, AgentSpec::Substitute(s) if s.label() == label), "{parsed:?}");
+        }
     }
 
     #[test]
@@ -108,6 +126,10 @@ mod tests {
         assert!(err.contains("/no/such/agent.sh") && err.contains("no such file"), "{err}");
         let err = AgentSpec::parse("llm:gpt-9", &config).unwrap_err().to_string();
         assert!(err.contains("no model `gpt-9`") && err.contains("local"), "{err}");
+        for bad in ["substitute:", "substitute:apt:x", "substitute:debian:", "substitute:agent:../x.sh"] {
+            let err = AgentSpec::parse(bad, &config).unwrap_err().to_string();
+            assert!(err.contains(bad) && err.contains("substitute:replay"), "{err}");
+        }
         let err = AgentSpec::parse("command:nobody", &config).unwrap_err().to_string();
         assert!(err.contains("no external agent `nobody`"), "{err}");
     }

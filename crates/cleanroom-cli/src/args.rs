@@ -89,6 +89,10 @@ pub struct TasksCheckArgs {
     /// Only what needs no environment: schema, artifact, leaks.
     #[arg(long)]
     pub no_run: bool,
+    /// Skip the substitution battery (agents that install a same-named
+    /// package or replay the experiment's output, each of which must fail).
+    #[arg(long)]
+    pub no_substitutes: bool,
     /// Tasks checked at once (default: 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: usize,

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use cleanroom_env::CancelToken;
 use cleanroom_report::escape_terminal;
-use cleanroom_runner::{check_tasks, Severity, TaskCheck};
+use cleanroom_runner::{check_tasks, CheckScope, Severity, TaskCheck};
 use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_task::{dir_name, load_task};
 
@@ -31,7 +31,14 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
                         message: format!("schema: {e}"),
                     })
                     .collect();
-                rows.push(TaskCheck { task: name, findings, oracle: None, repeatable: None, nop: None });
+                rows.push(TaskCheck {
+                    task: name,
+                    findings,
+                    oracle: None,
+                    repeatable: None,
+                    nop: None,
+                    substitutes: Vec::new(),
+                });
             }
         }
     }
@@ -39,7 +46,8 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let run_input = setup.input(&tasks, &[], 1, args.jobs, &cancel);
-    let checked = check_tasks(&run_input, !args.no_run, &mut |c| {
+    let scope = CheckScope { run: !args.no_run, substitutes: !args.no_substitutes };
+    let checked = check_tasks(&run_input, scope, &mut |c| {
         eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
     });
     if cancel.is_cancelled() {
@@ -77,6 +85,15 @@ fn trial_cell(record: &Option<TrialRecord>) -> String {
     }
 }
 
+/// How many of the battery failed, as they must: `3/3 failed`.
+fn battery_cell(check: &TaskCheck) -> String {
+    if check.substitutes.is_empty() {
+        return "-".into();
+    }
+    let failed = check.substitutes.iter().filter(|(_, r)| r.outcome == Outcome::Failed).count();
+    format!("{failed}/{} failed", check.substitutes.len())
+}
+
 fn table(rows: &[TaskCheck], ran: bool) -> String {
     let mut lines = vec![if ran {
         vec![
@@ -84,6 +101,7 @@ fn table(rows: &[TaskCheck], ran: bool) -> String {
             "ORACLE".into(),
             "REPEAT".into(),
             "NOP".into(),
+            "SUBSTITUTES".into(),
             "ERRORS".into(),
             "WARNINGS".into(),
         ]
@@ -99,7 +117,7 @@ fn table(rows: &[TaskCheck], ran: bool) -> String {
                 Some(false) => "DIFFERS",
                 None => "-",
             };
-            line.extend([trial_cell(&r.oracle), repeat.to_string(), trial_cell(&r.nop)]);
+            line.extend([trial_cell(&r.oracle), repeat.to_string(), trial_cell(&r.nop), battery_cell(r)]);
         }
         line.extend([r.errors().to_string(), warnings.to_string()]);
         lines.push(line);

@@ -33,7 +33,14 @@ command = "bash run.sh"        # as the artifact's README documents it
 outputs = ["results/result.txt"]
 
 [verify]
-protected = ["data/**"]        # inputs and evaluation code the agent must not change
+# Inputs, evaluation code and the experiment's entry point: what a shortcut
+# would rewrite (tasks check replays the experiment through a stand-in
+# run.sh, and that must fail).
+protected = ["data/**", "run.sh"]
+
+# [substitutes]                # shortcuts that tasks check runs and must see fail
+# debian = ["same-named-package"]
+# pypi = ["same-name==other.version"]
 "#;
 
 const INSTRUCTION: &str = "\

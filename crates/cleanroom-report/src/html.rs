@@ -15,7 +15,7 @@ use cleanroom_store::Outcome;
 use crate::escape::escape_html as h;
 use crate::format::{duration, plural};
 use crate::markdown::{EVIDENCE_SHOWN, TAG_TRIALS_SHOWN};
-use crate::model::{Rate, Report, SliceBy, PAIRING_RULE};
+use crate::model::{Rate, Report, SliceBy, PAIRING_RULE, SUSPECTED};
 use crate::segment::Segment;
 use crate::svg::{self, arm_color, Dot};
 use crate::tables::{self, outcome_text, Table};
@@ -206,13 +206,11 @@ fn header(o: &mut String, report: &Report) {
     } else {
         let _ = writeln!(o, "<p class=\"meta\">Agents:</p>\n<ul class=\"agents\">{}</ul>", agents.concat());
     }
-    let (infra, skipped) = report.outside();
-    let _ = writeln!(
-        o,
-        "<p class=\"meta\">Left out of every rate: {infra} infra error{} and {skipped} skipped trial{}.</p>",
-        plural(infra),
-        plural(skipped)
-    );
+    let outside = report.outside();
+    let _ = writeln!(o, "<p class=\"meta\">{}</p>", h(&outside.sentence()));
+    for line in outside.suspected_lines(&report.arms) {
+        let _ = writeln!(o, "<p class=\"suspected\">{}: {}</p>", h(&line), h(SUSPECTED));
+    }
     for note in &report.notes {
         let _ = writeln!(o, "<p class=\"note\">{}</p>", h(note));
     }

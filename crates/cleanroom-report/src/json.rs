@@ -15,7 +15,7 @@ use crate::model::{first_failure, Report, Trial, PAIRING_RULE};
 pub const JSON_VERSION: u32 = 1;
 
 pub fn render_json(report: &Report) -> String {
-    let (infra, skipped) = report.outside();
+    let outside = report.outside();
     let agents: Vec<Value> = (0..report.arms.len())
         .map(|a| {
             let mut v = serde_json::to_value(&report.arms[a]).expect("arm serialises");
@@ -45,7 +45,12 @@ pub fn render_json(report: &Report) -> String {
         "runs": report.runs,
         "notes": report.notes,
         "summary": {
-            "left_out": {"infra_error": infra, "skipped": skipped},
+            "left_out": {
+                "infra_error": outside.infra_error,
+                "skipped": outside.skipped,
+                "negative_control": outside.negative_control,
+            },
+            "suspected": outside.suspected_lines(&report.arms),
             "agents": agents,
             "slices": report.slices(),
             "repeats": report.repeats(),
@@ -107,6 +112,7 @@ fn trial_row(report: &Report, t: &Trial) -> Vec<(&'static str, Value)> {
     put("trial", json!(r.trial));
     put("attempt", json!(r.attempt));
     put("outcome", json!(r.outcome.as_str()));
+    put("negative_control", json!(r.negative_control));
     put("class", json!(r.class.map(|c| c.as_str())));
     put("stage", json!(r.stage.as_str()));
     put("stop_reason", json!(r.stop_reason.map(|s| s.as_str())));

@@ -1,7 +1,9 @@
 //! JUnit XML for CI systems: one `<testsuite>` per agent, one `<testcase>`
 //! per trial. A failed trial is a `<failure>` whose type is its class and
 //! whose message names the first failing step or check; an infra error is
-//! an `<error>`; a skipped trial is `<skipped>`.
+//! an `<error>`; a skipped trial is `<skipped>`. On a negative control,
+//! whose failure is expected and kept out of every rate, a failure is
+//! `<skipped>` and a pass is a `<failure>` of type `negative_control_passed`.
 //!
 //! Written by hand rather than with quick-junit: the document is a few
 //! elements, and `escape_xml` (every string, attributes and text) is what
@@ -15,7 +17,7 @@ use cleanroom_verify::StepStatus;
 use crate::class_row::ClassRow;
 use crate::escape::{escape_xml as x, escape_xml_lines};
 use crate::markdown::EVIDENCE_SHOWN;
-use crate::model::{first_failure, Report};
+use crate::model::{first_failure, Report, SUSPECTED};
 
 pub fn render_junit(report: &Report) -> String {
     let mut suites = String::new();
@@ -34,6 +36,19 @@ pub fn render_junit(report: &Report) -> String {
                 secs(r.timings.total())
             );
             match r.outcome {
+                Outcome::Passed if r.negative_control => {
+                    let _ = write!(
+                        cases,
+                        ">\n      <failure type=\"negative_control_passed\" message=\"{}\"/>\n    </testcase>\n",
+                        x(SUSPECTED)
+                    );
+                }
+                Outcome::Failed if r.negative_control => {
+                    let _ = write!(
+                        cases,
+                        ">\n      <skipped message=\"negative control: failed, as no correct deployment can pass it\"/>\n    </testcase>\n"
+                    );
+                }
                 Outcome::Passed => cases.push_str("/>\n"),
                 Outcome::Failed => {
                     let message = failure_message(r);
@@ -99,6 +114,8 @@ impl Totals {
     fn add(&mut self, r: &TrialRecord) {
         self.tests += 1;
         match r.outcome {
+            Outcome::Passed if r.negative_control => self.failures += 1,
+            Outcome::Failed if r.negative_control => self.skipped += 1,
             Outcome::Passed => {}
             Outcome::Failed => self.failures += 1,
             Outcome::InfraError => self.errors += 1,

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use crate::escape::escape_md as md;
 use crate::format::plural;
-use crate::model::{Report, SliceBy, PAIRING_RULE};
+use crate::model::{Report, SliceBy, PAIRING_RULE, SUSPECTED};
 use crate::tables::{self, outcome_text, Cell, Table};
 
 /// Trials listed under one tag, and evidence lines under one trial; the
@@ -104,13 +104,11 @@ fn header(o: &mut String, report: &Report) {
         .collect();
     let agents = if agents.is_empty() { "none with a result yet".to_string() } else { agents.join("; ") };
     let _ = writeln!(o, "Agents: {agents}.  ");
-    let (infra, skipped) = report.outside();
-    let _ = writeln!(
-        o,
-        "Left out of every rate: {infra} infra error{} and {skipped} skipped trial{}.",
-        plural(infra),
-        plural(skipped)
-    );
+    let outside = report.outside();
+    let _ = writeln!(o, "{}", md(&outside.sentence()));
+    for line in outside.suspected_lines(&report.arms) {
+        let _ = writeln!(o, "\n> **Suspected:** {} {}", md(&line), md(SUSPECTED));
+    }
     for note in &report.notes {
         let _ = writeln!(o, "\n> Note: {}", md(note));
     }

@@ -8,7 +8,8 @@
 //! labelled `agent_id@run_id`.
 //!
 //! Only judged trials (passed or failed) enter a rate; infra errors and
-//! skipped trials are counted apart (DESIGN.md, "Outcomes").
+//! skipped trials are counted apart (DESIGN.md, "Outcomes"), and so are the
+//! trials of negative-control tasks, whose passes are flagged.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +19,7 @@ use cleanroom_store::{Outcome, TrialRecord};
 use cleanroom_verify::{StepStatus, VerdictStage};
 
 use crate::class_row::ClassRow;
+use crate::format::plural;
 use crate::stats::{self, Comparison, Interval, Paired, Spread, TaskAverage, TaskTrials};
 
 /// A task's metadata, as far as reports need it (from task.toml).
@@ -115,8 +117,14 @@ pub struct Trial {
 }
 
 impl Trial {
+    /// Passed or failed, on a task that is not a negative control.
     pub fn judged(&self) -> bool {
-        matches!(self.record.outcome, Outcome::Passed | Outcome::Failed)
+        matches!(self.record.outcome, Outcome::Passed | Outcome::Failed) && !self.record.negative_control
+    }
+
+    /// A pass on a negative control: a suspected forgery or broken verifier.
+    pub fn suspected(&self) -> bool {
+        self.record.negative_control && self.record.outcome == Outcome::Passed
     }
 }
 
@@ -168,6 +176,8 @@ pub struct ArmCounts {
     pub failed: u64,
     pub infra_error: u64,
     pub skipped: u64,
+    /// Trials of negative-control tasks, in no other count.
+    pub negative_control: u64,
     /// Failed trials by class, every row present.
     pub failed_by_class: BTreeMap<ClassRow, u64>,
     /// Failed trials by how far the hidden pipeline got, every stage present.
@@ -311,11 +321,16 @@ impl Report {
             failed: 0,
             infra_error: 0,
             skipped: 0,
+            negative_control: 0,
             failed_by_class: ClassRow::all().map(|row| (row, 0)).collect(),
             failed_by_stage: VerdictStage::ALL.iter().map(|&stage| (stage, 0)).collect(),
         };
         for t in self.of_arm(arm) {
             c.recorded += 1;
+            if t.record.negative_control {
+                c.negative_control += 1;
+                continue;
+            }
             match t.record.outcome {
                 Outcome::Passed => c.passed += 1,
                 Outcome::Failed => {
@@ -511,10 +526,60 @@ impl Report {
     }
 
     /// Trials left out of every rate, over all arms.
-    pub fn outside(&self) -> (usize, usize) {
-        let infra = self.trials.iter().filter(|t| t.record.outcome == Outcome::InfraError).count();
-        let skipped = self.trials.iter().filter(|t| t.record.outcome == Outcome::Skipped).count();
-        (infra, skipped)
+    pub fn outside(&self) -> Outside<'_> {
+        let ordinary = || self.trials.iter().filter(|t| !t.record.negative_control);
+        Outside {
+            infra_error: ordinary().filter(|t| t.record.outcome == Outcome::InfraError).count(),
+            skipped: ordinary().filter(|t| t.record.outcome == Outcome::Skipped).count(),
+            negative_control: self.trials.iter().filter(|t| t.record.negative_control).count(),
+            suspected: self.trials.iter().filter(|t| t.suspected()).collect(),
+        }
+    }
+}
+
+/// The trials that no rate counts, and why.
+pub struct Outside<'a> {
+    pub infra_error: usize,
+    pub skipped: usize,
+    /// Trials of negative-control tasks, whatever their outcome.
+    pub negative_control: usize,
+    /// Of those, the passes.
+    pub suspected: Vec<&'a Trial>,
+}
+
+/// What every report says of a pass on a negative control.
+pub const SUSPECTED: &str = "passed a negative control: a suspected forgery or a broken verifier";
+
+impl Outside<'_> {
+    /// "Left out of every rate: ..." in plain text; the caller escapes it.
+    pub fn sentence(&self) -> String {
+        let mut text = format!(
+            "Left out of every rate: {} infra error{} and {} skipped trial{}",
+            self.infra_error,
+            plural(self.infra_error),
+            self.skipped,
+            plural(self.skipped)
+        );
+        if self.negative_control > 0 {
+            text += &format!(
+                ", and {} trial{} of negative controls",
+                self.negative_control,
+                plural(self.negative_control)
+            );
+        }
+        text.push('.');
+        text
+    }
+
+    /// One line per suspected trial: `task agent #trial`.
+    pub fn suspected_lines(&self, arms: &[Arm]) -> Vec<String> {
+        self.suspected
+            .iter()
+            .map(|t| {
+                let agent = arms.get(t.arm).map_or(t.record.agent_id.as_str(), |a| a.label.as_str());
+                format!("{} {agent} #{}", t.record.task, t.record.trial)
+            })
+            .collect()
     }
 }
 

@@ -6,7 +6,8 @@ use cleanroom_store::{Counts, FailureClass, Outcome, Summary, TrialRecord};
 
 use crate::class_row::ClassRow;
 use crate::escape::escape_terminal as esc;
-use crate::format::duration;
+use crate::format::{duration, plural};
+use crate::model::SUSPECTED;
 
 /// Longest first line of an infra error shown on a progress line; the rest
 /// is in result.json.
@@ -14,7 +15,9 @@ const ERROR_WIDTH: usize = 160;
 
 /// One line for a finished trial, e.g. `PASS  sobol-seq  oracle #1  12.3s`.
 pub fn trial_line(record: &TrialRecord) -> String {
+    let suspected = record.negative_control && record.outcome == Outcome::Passed;
     let label = match record.outcome {
+        _ if suspected => "SUSPECT",
         Outcome::Passed => "PASS",
         Outcome::Failed => "FAIL",
         Outcome::InfraError => "ERROR",
@@ -25,6 +28,10 @@ pub fn trial_line(record: &TrialRecord) -> String {
         line += &format!(" (attempt {})", record.attempt);
     }
     let detail = match record.outcome {
+        _ if suspected => Some(SUSPECTED.to_string()),
+        Outcome::Failed if record.negative_control => {
+            Some("negative control: failed, as it should".to_string())
+        }
         Outcome::Passed => None,
         Outcome::Failed => Some(format!("{} (stage {})", ClassRow::of(record.class).as_str(), record.stage)),
         Outcome::InfraError => Some(match record.error.as_deref().and_then(|e| e.lines().next()) {
@@ -62,6 +69,17 @@ pub fn summary_table(summary: &Summary) -> String {
         rows.push(row("total", &summary.totals));
     }
     let mut table = render(&rows);
+    let controls = summary.totals.negative_control;
+    if controls > 0 {
+        table += &format!(
+            "negative controls, outside every rate: {controls} trial{}, {} passed\n",
+            plural(controls),
+            summary.totals.negative_control_passed
+        );
+    }
+    for trial in &summary.suspected {
+        table += &format!("SUSPECT {}: {SUSPECTED}\n", esc(trial));
+    }
     if !summary.complete {
         table += &format!("recorded {} of {} planned trials\n", summary.totals.recorded, summary.planned);
     }

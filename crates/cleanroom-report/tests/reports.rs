@@ -331,7 +331,7 @@ fn json_has_a_row_per_trial_and_the_summary() {
     assert_eq!(sci["title"], format!("Evil {EVIL} & co"), "JSON keeps strings; serde escapes them");
     assert_eq!(sci["class"], "tampered");
     let s = &v["summary"];
-    assert_eq!(s["left_out"], serde_json::json!({"infra_error": 1, "skipped": 1}));
+    assert_eq!(s["left_out"], serde_json::json!({"infra_error": 1, "skipped": 1, "negative_control": 0}));
     assert_eq!(s["agents"][0]["overall"]["passed"], 3);
     assert_eq!(s["agents"][0]["overall"]["n"], 4);
     assert_eq!(s["agents"][1]["counts"]["failed_by_class"]["self_stop"], 1);
@@ -502,4 +502,54 @@ fn every_outcome_class_and_stage_has_its_row_in_every_report() {
     expected.extend(FailureClass::ALL.map(FailureClass::as_str));
     expected.extend([Outcome::InfraError.as_str(), Outcome::Skipped.as_str()]);
     assert_eq!(head, expected);
+}
+
+/// The set plus a negative-control task `t-control`: `a` passed it (a
+/// forgery or a broken verifier), `script-b-sh` failed it as it should.
+/// Neither trial moves a rate, and every format names the pass.
+#[test]
+fn a_pass_on_a_negative_control_is_flagged_everywhere_and_counted_nowhere() {
+    let mut with_controls = input(Some(tasks()));
+    let control = |agent: &str, outcome| {
+        let mut r = rec("t-control", agent, 1, outcome, None);
+        r.negative_control = true;
+        r
+    };
+    with_controls.runs[0].records.push(control("a", Outcome::Passed));
+    let mut failed = control("b", Outcome::Failed);
+    failed.class = Some(FailureClass::SelfStop);
+    with_controls.runs[0].records.push(failed);
+    let plain = report(SliceBy::Domain);
+    let report = Report::build(with_controls, SliceBy::Domain);
+    for arm in 0..2 {
+        assert_eq!(report.overall(arm), plain.overall(arm), "arm {arm}: the rate is unchanged");
+    }
+    assert_eq!(report.comparisons()[0].comparison, plain.comparisons()[0].comparison);
+    assert_eq!(report.counts(0).negative_control, 1);
+    assert_eq!(report.counts(0).passed, plain.counts(0).passed);
+
+    let suspected = "t-control a #1";
+    let markdown = render_markdown(&report);
+    assert!(markdown.contains("and 2 trials of negative controls."), "{markdown}");
+    assert!(markdown.contains("**Suspected:** t-control a \\#1 passed a negative control"), "{markdown}");
+    let html = render_html(&report);
+    check_xml(&html).unwrap();
+    assert!(html.contains(&format!("<p class=\"suspected\">{suspected}: passed a negative control")));
+    let json: serde_json::Value = serde_json::from_str(&render_json(&report)).unwrap();
+    assert_eq!(json["summary"]["left_out"]["negative_control"], 2);
+    assert_eq!(json["summary"]["suspected"], serde_json::json!([suspected]));
+    let xml = render_junit(&report);
+    check_xml(&xml).unwrap();
+    assert!(xml.contains("<failure type=\"negative_control_passed\""), "{xml}");
+    assert!(xml.contains("tests=\"13\" failures=\"5\" errors=\"1\" skipped=\"2\""), "{xml}");
+    let csv = render_csv(&report);
+    assert!(csv.lines().next().unwrap().contains(",negative_control,"), "{csv}");
+
+    let summary =
+        Summary::from_records(&report.trials.iter().map(|t| t.record.clone()).collect::<Vec<_>>(), 13);
+    let table = summary_table(&summary);
+    assert!(table.contains("negative controls, outside every rate: 2 trials, 1 passed"), "{table}");
+    assert!(table.contains(&format!("SUSPECT {suspected}: passed a negative control")), "{table}");
+    let line = cleanroom_report::trial_line(&report.trials.iter().find(|t| t.suspected()).unwrap().record);
+    assert!(line.starts_with("SUSPECT t-control  a #1  passed a negative control"), "{line}");
 }

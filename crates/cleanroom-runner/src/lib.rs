@@ -26,7 +26,7 @@ pub use plan::{plan, Kept, NothingKept, Plan};
 pub use prepare::{prepare, Prepared};
 pub use schedule::run;
 pub use trial::PIDS_MAX;
-pub use vet::{check_tasks, Finding, Severity, TaskCheck};
+pub use vet::{check_tasks, CheckScope, Finding, Severity, TaskCheck};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -59,6 +59,7 @@ pub(crate) fn attempt(
     let ctx = input.agent_setup.context(input.timeout_multiplier);
     record.gate = recorded_gate(&agent.spec, &ctx, task);
     record.model = agent.spec.model().map(str::to_string);
+    record.negative_control = task.spec.negative_control.is_some();
     let unmet = input.backend.unmet(&needs(task));
     if !unmet.is_empty() {
         record.outcome = Outcome::Skipped;

@@ -76,6 +76,11 @@ pub struct TrialRecord {
     /// The protected files that the agent changed (class `tampered`).
     #[serde(default)]
     pub tampered: Vec<String>,
+    /// The task is a negative control: no correct deployment passes it, so
+    /// a pass is a suspected forgery or a broken verifier, and the trial is
+    /// kept out of every pass rate. Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub negative_control: bool,
 }
 
 fn first_attempt() -> u32 {
@@ -214,6 +219,7 @@ impl TrialRecord {
             finished_at: now,
             changes: None,
             tampered: Vec::new(),
+            negative_control: false,
         }
     }
 }

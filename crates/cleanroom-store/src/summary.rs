@@ -16,6 +16,10 @@ pub struct Summary {
     /// In the order the agents first appear in the records.
     pub agents: Vec<AgentSummary>,
     pub totals: Counts,
+    /// Passes on negative-control tasks, as `task agent_id #trial`: each is
+    /// a suspected forgery or a broken verifier.
+    #[serde(default)]
+    pub suspected: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -36,6 +40,13 @@ pub struct Counts {
     pub failed_by_class: BTreeMap<FailureClass, usize>,
     pub infra_error: usize,
     pub skipped: usize,
+    /// Trials of negative-control tasks, whatever their outcome: outside
+    /// every other count and the rate.
+    #[serde(default)]
+    pub negative_control: usize,
+    /// Of those, the ones that passed.
+    #[serde(default)]
+    pub negative_control_passed: usize,
     /// passed / (passed + failed): infra errors and skipped trials are
     /// outside the denominator (DESIGN.md, "Outcomes"). None when no trial
     /// passed or failed.
@@ -51,6 +62,8 @@ impl Default for Counts {
             failed_by_class: FailureClass::ALL.iter().map(|&c| (c, 0)).collect(),
             infra_error: 0,
             skipped: 0,
+            negative_control: 0,
+            negative_control_passed: 0,
             pass_rate: None,
         }
     }
@@ -59,6 +72,11 @@ impl Default for Counts {
 impl Counts {
     fn add(&mut self, record: &TrialRecord) {
         self.recorded += 1;
+        if record.negative_control {
+            self.negative_control += 1;
+            self.negative_control_passed += usize::from(record.outcome == Outcome::Passed);
+            return;
+        }
         match record.outcome {
             Outcome::Passed => self.passed += 1,
             Outcome::Failed => {
@@ -81,7 +99,11 @@ impl Summary {
     pub fn from_records(records: &[TrialRecord], planned: usize) -> Summary {
         let mut agents: Vec<AgentSummary> = Vec::new();
         let mut totals = Counts::default();
+        let mut suspected = Vec::new();
         for record in records {
+            if record.negative_control && record.outcome == Outcome::Passed {
+                suspected.push(format!("{} {} #{}", record.task, record.agent_id, record.trial));
+            }
             let i = match agents.iter().position(|a| a.agent_id == record.agent_id) {
                 Some(i) => i,
                 None => {
@@ -96,7 +118,7 @@ impl Summary {
             agents[i].counts.add(record);
             totals.add(record);
         }
-        Summary { planned, complete: totals.recorded == planned, agents, totals }
+        Summary { planned, complete: totals.recorded == planned, agents, totals, suspected }
     }
 }
 
@@ -145,6 +167,25 @@ mod tests {
     }
 
     #[test]
+    fn negative_controls_are_outside_every_rate_and_their_passes_are_named() {
+        let mut records = [
+            record("oracle", Outcome::Passed, None),
+            record("forger", Outcome::Passed, None),
+            record("oracle", Outcome::Failed, Some(FailureClass::SelfStop)),
+        ];
+        records[1].negative_control = true;
+        records[2].negative_control = true;
+        let s = Summary::from_records(&records, 3);
+        let oracle = &s.agents[0].counts;
+        assert_eq!((oracle.passed, oracle.failed, oracle.pass_rate), (1, 0, Some(1.0)));
+        assert_eq!((oracle.negative_control, oracle.negative_control_passed), (1, 0));
+        let forger = &s.agents[1].counts;
+        assert_eq!((forger.passed, forger.pass_rate, forger.negative_control_passed), (0, None, 1));
+        assert_eq!((s.totals.recorded, s.totals.negative_control), (3, 2));
+        assert_eq!(s.suspected, ["sobol-seq forger #1"]);
+    }
+
+    #[test]
     fn no_rate_without_judged_trials() {
         let records = [record("nop", Outcome::InfraError, None), record("nop", Outcome::Skipped, None)];
         let s = Summary::from_records(&records, 2);
@@ -162,7 +203,8 @@ mod tests {
             serde_json::json!({
                 "agent": "spec:nop", "agent_id": "nop", "recorded": 1, "passed": 0, "failed": 0,
                 "failed_by_class": {"self_stop": 0, "budget": 0, "agent_error": 0, "tampered": 0},
-                "infra_error": 0, "skipped": 1, "pass_rate": null
+                "infra_error": 0, "skipped": 1, "negative_control": 0, "negative_control_passed": 0,
+                "pass_rate": null
             })
         );
         assert_eq!(v["planned"], 3);

@@ -9,6 +9,7 @@
 
 mod checks;
 mod checks_toml;
+mod controls;
 mod error;
 mod fetch;
 mod harbor;
@@ -20,6 +21,7 @@ mod task_toml;
 mod toml_read;
 
 pub use checks::{Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step, VerifySpec};
+pub use controls::{NegativeControl, Substitute, Substitutes};
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::controls::{NegativeControl, Substitutes};
+
 /// Every table and key of task.toml, defaults applied.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskSpec {
@@ -15,6 +17,10 @@ pub struct TaskSpec {
     pub experiment: Option<Experiment>,
     pub oracle: Oracle,
     pub verify: VerifyConfig,
+    /// `[negative_control]` [cleanroom]: no correct deployment passes.
+    pub negative_control: Option<NegativeControl>,
+    /// `[substitutes]` [cleanroom]: the battery of `tasks check`.
+    pub substitutes: Substitutes,
 }
 
 /// `[task]`.

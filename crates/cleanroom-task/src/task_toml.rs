@@ -4,6 +4,7 @@ use std::path::Path;
 
 use toml_edit::{ImDocument, Table};
 
+use crate::controls;
 use crate::harbor;
 use crate::rules::{
     absolute_path_problem, compile_glob, is_crate_name, is_crate_version, is_debian_package,
@@ -25,6 +26,9 @@ const ROOT_KEYS: &[&str] = &[
     "experiment",
     "oracle",
     "verify",
+    // Cleanroom additions.
+    "negative_control",
+    "substitutes",
 ];
 const TASK_KEYS: &[&str] =
     &["id", "title", "domain", "difficulty", "languages", "legacy", "gpu", "qemu", "tags"];
@@ -97,6 +101,15 @@ pub(crate) fn read_task_toml(r: &mut Reader, doc: &ImDocument<String>, dir: &Pat
     let oracle_timeout = r.integer(&oracle_tab, "timeout_sec", 1);
     let tab = section(r, &root, "verify", &empty);
     let verify = verify(r, &tab);
+    let negative_control = match r.get(&root, "negative_control") {
+        None => Some(None),
+        Some(_) => {
+            let tab = section(r, &root, "negative_control", &empty);
+            controls::negative_control(r, &tab).map(Some)
+        }
+    };
+    let tab = section(r, &root, "substitutes", &empty);
+    let substitutes = controls::substitutes(r, &tab, dir);
 
     let agent = agent?;
     Some(TaskSpec {
@@ -109,6 +122,8 @@ pub(crate) fn read_task_toml(r: &mut Reader, doc: &ImDocument<String>, dir: &Pat
         agent,
         experiment: experiment?,
         verify: verify?,
+        negative_control: negative_control?,
+        substitutes: substitutes?,
     })
 }
 
@@ -144,7 +159,7 @@ fn schema_version(r: &mut Reader, root: &Tab<'_>) -> Option<u32> {
     }
 }
 
-fn check_keys(r: &mut Reader, tab: &Tab<'_>, allowed: &[&str]) {
+pub(crate) fn check_keys(r: &mut Reader, tab: &Tab<'_>, allowed: &[&str]) {
     r.unknown_keys(tab, allowed, &|k| harbor::task_toml_hint(&Reader::full_key(tab, k)));
 }
 

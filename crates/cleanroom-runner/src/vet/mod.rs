@@ -1,17 +1,19 @@
 //! `tasks check`: is a task fit for a benchmark? Its artifact fetches, no
-//! expected value leaks, the oracle passes, `nop` fails, and a second
-//! verification of the oracle's environment gives the same verdict.
+//! expected value leaks, the oracle passes (fails, on a negative control),
+//! `nop` fails, a second verification of the oracle's environment gives the
+//! same verdict, and every agent of the substitution battery (shortcuts that
+//! skip deploying the artifact) fails.
 
 mod lint;
 
 pub use lint::{Finding, Severity};
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 
 use cleanroom_agent::AgentSpec;
-use cleanroom_store::{Outcome, TrialRecord};
-use cleanroom_task::Task;
+use cleanroom_store::{agent_ids, Outcome, TrialRecord};
+use cleanroom_task::{Substitute, Task};
 use cleanroom_verify::Verdict;
 
 use crate::event::{EventKind, Todo, TrialKey};
@@ -31,6 +33,8 @@ pub struct TaskCheck {
     /// Whether the second verification agreed with the first.
     pub repeatable: Option<bool>,
     pub nop: Option<TrialRecord>,
+    /// The substitution battery's trials, by the substitute's label.
+    pub substitutes: Vec<(String, TrialRecord)>,
 }
 
 impl TaskCheck {
@@ -43,45 +47,91 @@ impl TaskCheck {
     }
 }
 
-/// Checks every task of `input`; with `run` false only what needs no
-/// environment (schema, artifact, leaks). A task that passes those gets
-/// two trials, the oracle's (verified twice) and nop's, run by the runner
-/// `input.jobs` at a time, one attempt each. `done` hears of each task as
-/// its check is complete.
-pub fn check_tasks(input: &RunInput, run: bool, done: &mut dyn FnMut(&TaskCheck)) -> Vec<TaskCheck> {
+/// What a check runs.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckScope {
+    /// Run trials at all; without, only what needs no environment (schema,
+    /// artifact, leaks).
+    pub run: bool,
+    /// Run the substitution battery beside the oracle and nop.
+    pub substitutes: bool,
+}
+
+/// Checks every task of `input`. A task that passes the checks without an
+/// environment gets its trials: the oracle's (verified twice), nop's and,
+/// with `scope.substitutes`, one per agent of its battery, run by the
+/// runner `input.jobs` at a time, one attempt each. `done` hears of each
+/// task as its check is complete.
+pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&TaskCheck)) -> Vec<TaskCheck> {
     let mut checks: Vec<TaskCheck> = input.tasks.iter().map(|task| lint_task(input, task)).collect();
+    let battery = |task: &Task| -> Vec<Substitute> {
+        let has_experiment = task.spec.experiment.as_ref().is_some_and(|e| e.command.is_some());
+        if scope.substitutes {
+            task.spec.substitutes.battery(has_experiment)
+        } else {
+            Vec::new()
+        }
+    };
+    // One agent per distinct substitute across the tasks (an agent script's
+    // path is relative to each task, so one label is one agent).
+    let mut labels: BTreeMap<String, Substitute> = BTreeMap::new();
+    for task in input.tasks {
+        labels.extend(battery(task).into_iter().map(|s| (format!("substitute:{}", s.label()), s)));
+    }
+    let specs: Vec<String> = labels.keys().cloned().collect();
+    let ids: BTreeMap<String, String> = specs.iter().cloned().zip(agent_ids(&specs)).collect();
+    let mut agents = vec![
+        AgentEntry { spec: AgentSpec::Oracle, spec_text: ORACLE.into(), id: ORACLE.into() },
+        AgentEntry { spec: AgentSpec::Nop, spec_text: NOP.into(), id: NOP.into() },
+    ];
+    agents.extend(labels.into_iter().map(|(spec_text, s)| AgentEntry {
+        id: ids[&spec_text].clone(),
+        spec: AgentSpec::Substitute(s),
+        spec_text,
+    }));
+
     let mut todo = Vec::new();
-    for check in &checks {
-        if run && check.errors() == 0 {
+    // Per task: the agent ids whose trials it waits for.
+    let mut expected: HashMap<String, Vec<String>> = HashMap::new();
+    for (check, task) in checks.iter().zip(input.tasks) {
+        if scope.run && check.errors() == 0 {
             let key = |agent: &str| TrialKey { task: check.task.clone(), agent_id: agent.into(), trial: 1 };
+            let mut mine = vec![ORACLE.to_string(), NOP.to_string()];
+            mine.extend(battery(task).iter().map(|s| ids[&format!("substitute:{}", s.label())].clone()));
             todo.push(Todo { verify_twice: true, ..Todo::new(key(ORACLE)) });
-            todo.push(Todo::new(key(NOP)));
+            todo.extend(mine[1..].iter().map(|id| Todo::new(key(id))));
+            expected.insert(check.task.clone(), mine);
         } else {
             done(check);
         }
     }
-    let agent = |spec, id: &str| AgentEntry { spec, spec_text: id.into(), id: id.into() };
-    let agents = [agent(AgentSpec::Oracle, ORACLE), agent(AgentSpec::Nop, NOP)];
     let input = RunInput { agents: &agents, retries: 0, cancel: input.cancel.clone(), ..*input };
     let plan = Plan { planned: todo.len(), todo };
-    // Each task is judged once both of its trials are in, the oracle first,
-    // so its findings come in the same order whichever trial ends first.
-    type Oracle = (TrialRecord, Option<Result<Verdict, String>>);
-    let mut waiting: HashMap<String, (Option<Oracle>, Option<TrialRecord>)> = HashMap::new();
+    // Each task is judged once all of its trials are in, in a fixed order
+    // (oracle, nop, then the battery), so its findings come in the same
+    // order whichever trial ends first.
+    type Finished = (TrialRecord, Option<Result<Verdict, String>>);
+    let mut waiting: HashMap<String, HashMap<String, Finished>> = HashMap::new();
     let judged = crate::run(&input, plan, &mut |event| -> Result<(), Infallible> {
         let EventKind::TrialFinished { record, second_verdict, .. } = &event.kind else { return Ok(()) };
-        let pair = waiting.entry(record.task.clone()).or_default();
-        if record.agent_id == ORACLE {
-            pair.0 = Some((record.clone(), second_verdict.clone()));
-        } else {
-            pair.1 = Some(record.clone());
+        let Some(mine) = expected.get(&record.task) else { return Ok(()) };
+        let got = waiting.entry(record.task.clone()).or_default();
+        got.insert(record.agent_id.clone(), (record.clone(), second_verdict.clone()));
+        if got.len() < mine.len() {
+            return Ok(());
         }
         let Some(check) = checks.iter_mut().find(|c| c.task == record.task) else { return Ok(()) };
-        if let (Some((oracle, repeat)), Some(nop)) = pair {
-            judge_oracle(check, oracle.clone(), repeat.clone());
-            judge_nop(check, nop.clone());
-            done(check);
+        let Some(mut got) = waiting.remove(&record.task) else { return Ok(()) };
+        let mut take = |id: &str| got.remove(id).expect("every expected trial is in");
+        let negative_control = record.negative_control;
+        let (oracle, repeat) = take(ORACLE);
+        judge_oracle(check, oracle, repeat, negative_control);
+        judge_nop(check, take(NOP).0);
+        for id in &mine[2..] {
+            let spec = &agents.iter().find(|a| &a.id == id).expect("an agent of the battery").spec_text;
+            judge_substitute(check, spec.trim_start_matches("substitute:"), take(id).0);
         }
+        done(check);
         Ok(())
     });
     let Ok(()) = judged;
@@ -92,8 +142,14 @@ pub fn check_tasks(input: &RunInput, run: bool, done: &mut dyn FnMut(&TaskCheck)
 /// What needs no environment: the artifact was staged, and nothing of it
 /// or of the instruction leaks the answer.
 fn lint_task(input: &RunInput, task: &Task) -> TaskCheck {
-    let mut check =
-        TaskCheck { task: task.id.clone(), findings: Vec::new(), oracle: None, repeatable: None, nop: None };
+    let mut check = TaskCheck {
+        task: task.id.clone(),
+        findings: Vec::new(),
+        oracle: None,
+        repeatable: None,
+        nop: None,
+        substitutes: Vec::new(),
+    };
     match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => check.findings.extend(lint::lint(task, &staged.dir)),
         Some(Err(why)) => check.error(format!("artifact: {why}")),
@@ -102,10 +158,23 @@ fn lint_task(input: &RunInput, task: &Task) -> TaskCheck {
     check
 }
 
-/// The oracle must pass, and a second verification agree with the first.
-fn judge_oracle(check: &mut TaskCheck, record: TrialRecord, repeat: Option<Result<Verdict, String>>) {
-    if record.outcome != Outcome::Passed {
-        check.error(format!("the oracle does not pass: {}", describe(&record)));
+/// The oracle must pass (on a negative control, fail: the verifier expects
+/// what the artifact cannot give), and a second verification agree with
+/// the first.
+fn judge_oracle(
+    check: &mut TaskCheck,
+    record: TrialRecord,
+    repeat: Option<Result<Verdict, String>>,
+    negative_control: bool,
+) {
+    match (record.outcome, negative_control) {
+        (Outcome::Passed, false) | (Outcome::Failed, true) => {}
+        (Outcome::Passed, true) => check.error(
+            "the oracle passes a negative control: either the task is no negative control or its verifier is broken"
+                .into(),
+        ),
+        (_, false) => check.error(format!("the oracle does not pass: {}", describe(&record))),
+        (_, true) => check.error(format!("the oracle did not run to a verdict: {}", describe(&record))),
     }
     match repeat {
         Some(Ok(second)) => {
@@ -131,6 +200,19 @@ fn judge_nop(check: &mut TaskCheck, record: TrialRecord) {
         _ => check.error(format!("nop: {}", describe(&record))),
     }
     check.nop = Some(record);
+}
+
+/// Every agent of the battery must fail: a task that a shortcut passes
+/// does not measure deployment.
+fn judge_substitute(check: &mut TaskCheck, label: &str, record: TrialRecord) {
+    match &record.outcome {
+        Outcome::Failed => {}
+        Outcome::Passed => check.error(format!(
+            "substitute `{label}` passes: the verifier rewards a shortcut that does not deploy the artifact"
+        )),
+        _ => check.error(format!("substitute `{label}`: {}", describe(&record))),
+    }
+    check.substitutes.push((label.to_string(), record));
 }
 
 /// Same outcome for every step and check, and the same stage.
@@ -175,7 +257,7 @@ mod tests {
         let setup = AgentSetup::default();
         let input = input(&tasks, &[], &setup, &staged);
         let mut heard = Vec::new();
-        let checks = check_tasks(&input, true, &mut |c| {
+        let checks = check_tasks(&input, CheckScope { run: true, substitutes: true }, &mut |c| {
             heard.push((c.task.clone(), c.oracle.is_some(), c.nop.is_some()))
         });
         // The task without an artifact is done before any trial; the other
@@ -188,7 +270,7 @@ mod tests {
         assert_eq!(checks[0].oracle.as_ref().unwrap().attempt, 1, "one attempt, no retry");
         assert_eq!(messages(1), ["artifact: not staged"]);
 
-        let checks = check_tasks(&input, false, &mut |_| {});
+        let checks = check_tasks(&input, CheckScope { run: false, substitutes: true }, &mut |_| {});
         assert!(checks.iter().all(|c| c.oracle.is_none() && c.nop.is_none()), "--no-run runs nothing");
     }
 }

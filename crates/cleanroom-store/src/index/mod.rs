@@ -406,9 +406,9 @@ impl Index {
             "INSERT INTO trials (run_id, task, agent, agent_id, model, trial, attempt, outcome, class, stage,
                  stop_reason, exit_code, skip_reason, error, gate, started_at, finished_at,
                  env_seconds, agent_seconds, verify_seconds,
-                 prompt_tokens, completion_tokens, cached_tokens, cost_usd, record_json)
+                 prompt_tokens, completion_tokens, cached_tokens, cost_usd, record_json, negative_control)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                 ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+                 ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
              ON CONFLICT (run_id, task, agent_id, trial) DO UPDATE SET
                  agent = excluded.agent, model = excluded.model, attempt = excluded.attempt,
                  outcome = excluded.outcome, class = excluded.class, stage = excluded.stage,
@@ -418,7 +418,8 @@ impl Index {
                  env_seconds = excluded.env_seconds, agent_seconds = excluded.agent_seconds,
                  verify_seconds = excluded.verify_seconds, prompt_tokens = excluded.prompt_tokens,
                  completion_tokens = excluded.completion_tokens, cached_tokens = excluded.cached_tokens,
-                 cost_usd = excluded.cost_usd, record_json = excluded.record_json",
+                 cost_usd = excluded.cost_usd, record_json = excluded.record_json,
+                 negative_control = excluded.negative_control",
             params![
                 run_id,
                 r.task,
@@ -445,6 +446,7 @@ impl Index {
                 sql_int(r.tokens.cached),
                 r.cost_usd,
                 record_json,
+                r.negative_control,
             ],
         )
         .at(&self.path)?;

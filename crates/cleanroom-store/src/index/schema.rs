@@ -7,7 +7,7 @@
 
 /// The migrations by version: `MIGRATIONS[k]` takes the index from version
 /// k to k + 1.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// Version 1: runs, trials, and the trials' checks, steps and tags.
 const MIGRATION_1: &str = r#"
@@ -101,6 +101,12 @@ CREATE TABLE tags (
         REFERENCES trials (run_id, task, agent_id, trial) ON DELETE CASCADE
 );
 CREATE INDEX tags_by_name ON tags (name);
+"#;
+
+/// Version 2: whether a trial's task is a negative control (its passes are
+/// suspected forgeries or broken verifiers, kept out of every pass rate).
+const MIGRATION_2: &str = r#"
+ALTER TABLE trials ADD COLUMN negative_control INTEGER NOT NULL DEFAULT 0;
 "#;
 
 /// The tables, children first: the order to drop them in.

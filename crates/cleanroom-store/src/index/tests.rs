@@ -125,7 +125,7 @@ fn migrations_from_empty() {
     let dir = tempfile::tempdir().unwrap();
     let index = Index::open(dir.path()).unwrap();
     assert_eq!(index.schema_version().unwrap(), INDEX_SCHEMA_VERSION);
-    assert_eq!(INDEX_SCHEMA_VERSION, 1);
+    assert_eq!(INDEX_SCHEMA_VERSION, 2);
     assert!(dir.path().join(INDEX_FILE).is_file());
     for table in ["runs", "trials", "checks", "steps", "tags", "schema_migrations"] {
         let n = count(
@@ -134,7 +134,7 @@ fn migrations_from_empty() {
         );
         assert_eq!(n, 1, "table {table}");
     }
-    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 1);
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 2);
     let mode: String = index.connection().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
     assert!(index.runs().unwrap().is_empty());
@@ -152,8 +152,8 @@ fn reopening_keeps_the_schema_and_the_rows() {
         index.record_trial("run-a", &record("t", "oracle", 1)).unwrap();
     }
     let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.schema_version().unwrap(), 1);
-    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 1, "no migration applied twice");
+    assert_eq!(index.schema_version().unwrap(), 2);
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 2, "no migration applied twice");
     assert_eq!(index.trials(&[]).unwrap(), vec![record_like(&index, "t", "oracle", 1)]);
     let runs = index.runs().unwrap();
     assert_eq!(runs.len(), 1);
@@ -327,7 +327,7 @@ fn rebuild_replaces_a_file_that_is_no_database() {
     assert!(Index::open(dir.path()).is_err());
     let report = Index::rebuild(dir.path()).unwrap();
     assert_eq!((report.runs, report.trials), (0, 0));
-    assert_eq!(Index::open(dir.path()).unwrap().schema_version().unwrap(), 1);
+    assert_eq!(Index::open(dir.path()).unwrap().schema_version().unwrap(), INDEX_SCHEMA_VERSION);
 }
 
 #[test]
@@ -342,7 +342,9 @@ fn a_newer_schema_is_an_error() {
     }
     let err = Index::open(dir.path()).unwrap_err();
     match &err {
-        IndexError::NewerSchema { found, supported, .. } => assert_eq!((*found, *supported), (7, 1)),
+        IndexError::NewerSchema { found, supported, .. } => {
+            assert_eq!((*found, *supported), (7, INDEX_SCHEMA_VERSION))
+        }
         other => panic!("expected NewerSchema, got {other}"),
     }
     let message = err.to_string();
@@ -387,4 +389,35 @@ fn two_writers_at_once() {
     }
     let index = Index::open(&out).unwrap();
     assert_eq!(index.trials(&[]).unwrap().len(), 80);
+}
+
+#[test]
+fn an_index_of_version_1_gains_the_negative_control_column_and_keeps_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run-a");
+    std::fs::create_dir(&run).unwrap();
+    {
+        // What a cleanroom of schema 1 left: its tables and one trial.
+        let conn = rusqlite::Connection::open(dir.path().join(INDEX_FILE)).unwrap();
+        conn.execute_batch(super::schema::MIGRATIONS[0]).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY NOT NULL, applied_at TEXT NOT NULL);
+             INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00Z');",
+        )
+        .unwrap();
+    }
+    {
+        // Rows written through the version-1 columns only.
+        let index = Index::open(dir.path()).unwrap();
+        index.record_run(&config("run-a", "2026-01-01T00:00:00Z"), &run).unwrap();
+        index.record_trial("run-a", &record("t", "oracle", 1)).unwrap();
+    }
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(index.schema_version().unwrap(), 2);
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM trials WHERE negative_control = 0"), 1);
+    let mut control = record("control", "oracle", 1);
+    control.negative_control = true;
+    index.record_trial("run-a", &control).unwrap();
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM trials WHERE negative_control = 1"), 1);
+    assert!(index.trials(&[]).unwrap().iter().any(|r| r.negative_control), "read back from record_json");
 }
