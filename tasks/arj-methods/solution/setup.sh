@@ -6,8 +6,8 @@
 # and more; (2) the 2004 gnu/config.guess and config.sub do not know
 # x86_64-pc-linux-gnu, so configure stops; (3) once patched, the build dates
 # the help archive from SOURCE_DATE_EPOCH and fails ("Invalid date string")
-# when it is unset.  The fixes must live in the tree (or the login shell),
-# since the verifier rebuilds with study/build_arj.sh.
+# when it is unset.  The fixes must live in the tree or the login shell, since
+# the verifier rebuilds with study/build_arj.sh, which must stay as it is.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get install -y --no-install-recommends gcc libc6-dev make autoconf automake patch
@@ -20,8 +20,9 @@ while read -r p; do
 done < debian/patches/series
 # (2) current config.guess/config.sub (from autotools-dev)
 cp /usr/share/misc/config.guess /usr/share/misc/config.sub gnu/
-# (3) a fixed SOURCE_DATE_EPOCH in the build recipe
-sed -i 's|^cd gnu$|export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1104537600}\ncd gnu|' study/build_arj.sh
+# (3) a fixed SOURCE_DATE_EPOCH in the login environment
+echo 'export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1104537600}' > /etc/profile.d/arj-build.sh
+. /etc/profile.d/arj-build.sh
 
 sh study/build_arj.sh
 sh study/run_table1.sh

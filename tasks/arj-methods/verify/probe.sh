@@ -1,11 +1,12 @@
 #!/bin/bash
 # Compress files the agent never saw with the ARJ built from this tree,
 # all four methods, and check the round trip.
+# Usage: probe.sh [NAME]  (writes $CLEANROOM_OUT/NAME.csv, default probe)
 set -eo pipefail
 ARJ=$CLEANROOM_ARTIFACT/linux-gnu/en/rs/arj/arj
 W=$(mktemp -d)
 cp "$CLEANROOM_VERIFY/records.csv" "$CLEANROOM_VERIFY/mixed.bin" "$W/"
-out=$CLEANROOM_OUT/probe.csv
+out=$CLEANROOM_OUT/${1:-probe}.csv
 echo "key,file,method,compressed,sha256_after_roundtrip" > "$out"
 for f in records.csv mixed.bin; do
     for m in 1 2 3 4; do
