@@ -18,8 +18,10 @@ import bratu._bratu as ext  # noqa: E402
 
 
 def mapped_files():
+    """The files mapped into this process (the sixth field of its maps)."""
     with open("/proc/self/maps") as maps:
-        return {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
+        fields = [line.split(None, 5) for line in maps]
+    return {f[5].strip() for f in fields if len(f) == 6}
 
 
 def solve(N, m):
