@@ -2,8 +2,10 @@
 # Reference deployment for f2py-bratu-fold.
 # Snags:
 #  - gfortran >= 10 rejects the scalar actual arguments to the rank-1 dummies
-#    of VCOPY in src/bratu.f ("Rank mismatch in argument 'x'") -> build with
-#    -fallow-argument-mismatch (or fix the two calls).
+#    of VCOPY in src/bratu.f ("Rank mismatch in argument 'x'") -> fix the two
+#    calls (plain assignments). setup.py is protected (the verifier rebuilds
+#    with it), so -fallow-argument-mismatch would have to come from setup.cfg
+#    or FFLAGS instead.
 #  - setup.py uses numpy.distutils: needs numpy < 2 on Python 3.11 (Debian's
 #    python3-numpy 1.24 is fine) plus gfortran, LAPACK/BLAS and the Python
 #    headers.
@@ -19,8 +21,9 @@ apt-get install -y --no-install-recommends gcc gfortran liblapack-dev libblas-de
 
 cd /workspace/artifact
 
-# Fortran: allow the legacy argument mismatch
-sed -i "s/libraries=\['lapack', 'blas'\])/libraries=['lapack', 'blas'],\n                extra_f77_compile_args=['-fallow-argument-mismatch'])/" setup.py
+# Fortran: the two scalar copies through VCOPY become assignments
+sed -i -e 's/CALL VCOPY(1, XLAM, XLAM0)/XLAM0 = XLAM/' \
+       -e 's/CALL VCOPY(1, XLAM0, XLAM)/XLAM = XLAM0/' src/bratu.f
 
 # Python 2 -> 3
 2to3 -w -n bratu_tables.py bratu/__init__.py bratu/continuation.py >/dev/null
