@@ -1,7 +1,9 @@
-//! The checks of the benchmark itself, on real sandboxes: `tasks check`'s
-//! substitution battery (shortcuts that skip the deployment must fail) and
-//! negative controls (tasks no correct deployment passes, whose passes are
-//! flagged and counted in no rate). Needs root, like the other CLI tests.
+//! What makes a task pass only a real deployment, on real sandboxes:
+//! `tasks check`'s substitution battery (shortcuts that skip the deployment
+//! must fail), negative controls (tasks no correct deployment passes, whose
+//! passes are flagged and counted in no rate), and access checks (evidence
+//! from outside that a step used the artifact's own files). Needs root,
+//! like the other CLI tests.
 
 mod common;
 
@@ -142,5 +144,77 @@ fn a_negative_control_fails_its_oracle_and_a_forged_pass_is_flagged_and_not_coun
     assert!(
         markdown.contains("**Suspected:** control script-forger-sh \\#1 passed a negative control"),
         "{markdown}"
+    );
+}
+
+/// Access checks: the harness sees from outside which of the artifact's
+/// files a step executed and opened. The oracle's run of bin/count (a
+/// script run through its #! line) reading data/input.txt passes both; a
+/// stand-in that prints the right count without reading the data passes
+/// every other check and fails the `opened` one; neither is tampered.
+#[test]
+fn access_checks_see_which_files_of_the_artifact_a_step_used() {
+    let out = temp_out("access");
+    let tasks = out.join("tasks");
+    let task = make_task(&tasks, "counted", 3, "[substitutes]\nreplay = false\n");
+    std::fs::create_dir_all(task.join("artifact/bin")).unwrap();
+    let count = task.join("artifact/bin/count");
+    std::fs::write(&count, "#!/bin/bash\nwc -l < \"$1\"\n").unwrap();
+    std::process::Command::new("chmod").arg("755").arg(&count).status().unwrap();
+    std::fs::write(
+        task.join("artifact/count.sh"),
+        "test -f /opt/deployed || exit 1\nmkdir -p results\n./bin/count data/input.txt > results/n.txt\ncat results/n.txt\n",
+    )
+    .unwrap();
+    let checks = std::fs::read_to_string(task.join("verify/checks.toml")).unwrap()
+        + "\n[[check]]\nname = \"the tree's counter ran\"\nexecuted = \"bin/*\"\nstep = \"count\"\n\n\
+           [[check]]\nname = \"it read the data\"\nopened = \"data/input.txt\"\nstep = \"count\"\n";
+    std::fs::write(task.join("verify/checks.toml"), checks).unwrap();
+    let standin = out.join("standin.sh");
+    std::fs::write(
+        &standin,
+        "touch /opt/deployed\nprintf '#!/bin/bash\\necho 3\\n' > /workspace/artifact/bin/count\n",
+    )
+    .unwrap();
+    let runs = out.join("runs");
+    let output = cleanroom()
+        .args(["run", "--tasks", tasks.to_str().unwrap(), "--agent", "oracle", "--agent"])
+        .arg(format!("script:{}", standin.display()))
+        .args(["--jobs", "2", "--out"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let run_dir = std::fs::read_dir(&runs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    let checks_of = |agent: &str| -> Vec<(String, bool, String)> {
+        let path = run_dir.join(format!("trials/counted/{agent}/1/result.json"));
+        let r: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert_eq!(r["tampered"], serde_json::json!([]), "{r}");
+        r["verdict"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    c["passed"].as_bool().unwrap(),
+                    c["observed"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let oracle = checks_of("oracle");
+    assert_eq!(
+        oracle[1],
+        ("the tree's counter ran".into(), true, "executed: bin/count".into()),
+        "{oracle:?}"
+    );
+    assert_eq!(oracle[2], ("it read the data".into(), true, "opened: data/input.txt".into()), "{oracle:?}");
+    let standin = checks_of("script-standin-sh");
+    assert!(standin[0].1 && standin[1].1, "the count and the execution pass: {standin:?}");
+    assert_eq!(
+        standin[2],
+        ("it read the data".into(), false, "none of the 1 matching files of the artifact was opened".into()),
+        "{standin:?}"
     );
 }

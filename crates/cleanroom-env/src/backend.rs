@@ -9,6 +9,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::access::AccessWatch;
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
 use crate::files::Files;
@@ -269,6 +270,13 @@ pub trait Environment: Send + Sync {
     /// Runs a command in the current phase and waits for it. Processes it
     /// leaves behind live until the phase ends.
     fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError>;
+
+    /// Starts recording, from outside, which files the commands of the
+    /// current phase open or execute (see access.rs); none where the
+    /// backend cannot see that.
+    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+        Ok(None)
+    }
 
     /// Ends the current phase: every process started in it is killed, and
     /// this returns only once none is left.

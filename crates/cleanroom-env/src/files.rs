@@ -10,6 +10,7 @@
 use std::io;
 use std::path::Path;
 
+use crate::access::FileId;
 use crate::bounds::{Cancelled, WalkLimits};
 use crate::cancel::CancelToken;
 use crate::rootfs::{EntryKind, Globs, Manifest, ReadError, RootFs};
@@ -42,6 +43,10 @@ pub trait Files: Send + Sync {
 
     /// Removes what `globs` match under `dir`; the removed paths.
     fn remove_matching(&self, dir: &str, globs: &Globs, cancel: &CancelToken) -> io::Result<Vec<String>>;
+
+    /// The identity of the entry at `path` (not following a link), to match
+    /// against what an [`crate::AccessWatch`] saw.
+    fn file_id(&self, path: &str) -> io::Result<FileId>;
 
     /// Records that the harness made `path` itself (written by a command
     /// of the harness's inside), so the env-diff leaves it out.
@@ -81,5 +86,9 @@ impl Files for RootFs {
 
     fn claim(&self, path: &str, kind: EntryKind) {
         RootFs::claim(self, path, kind)
+    }
+
+    fn file_id(&self, path: &str) -> io::Result<FileId> {
+        RootFs::file_id(self, path)
     }
 }

@@ -1,6 +1,7 @@
 //! Environments: fresh machines made from a base image, in which agents and
 //! the hidden verifier run. See `backend.rs` for the interface.
 
+mod access;
 mod backend;
 mod bounds;
 mod cancel;
@@ -15,6 +16,7 @@ mod rootfs;
 pub mod sandbox;
 pub mod time;
 
+pub use access::{AccessWatch, Accessed, FileId, Use};
 pub use backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
     Limits, Needs, Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,

@@ -320,6 +320,14 @@ impl RootFs {
         Ok(bytes)
     }
 
+    /// The identity of the entry at `path` (absolute inside the
+    /// environment), no link followed anywhere in the path.
+    pub fn file_id(&self, path: &str) -> io::Result<crate::access::FileId> {
+        let fd = self.open_beneath(&rel_cstring(path)?, libc::O_PATH | libc::O_NOFOLLOW)?;
+        let st = fstat(fd.as_fd())?;
+        Ok(crate::access::FileId { dev: st.st_dev, ino: st.st_ino })
+    }
+
     /// Removes every path under `dir` whose relative path matches `globs`
     /// (a matching directory with all it holds), without following a link and
     /// never leaving the root. Returns the relative paths removed. A `dir`

@@ -85,6 +85,38 @@ pub enum CheckFile {
     Path(String),
     /// `stdout:<step name>`: the standard output of that step.
     StepStdout(String),
+    /// **[cleanroom]** `opened` / `executed` with `step`: whether a file of
+    /// the artifact matching the glob was opened or executed during that
+    /// step, as the harness saw it from outside the environment. The
+    /// comparison is always `Exists` (at least one such file).
+    Access(AccessQuery),
+}
+
+/// **[cleanroom]** What an access check asks of one step.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct AccessQuery {
+    pub kind: AccessKind,
+    /// A glob relative to `artifact.dest`.
+    pub glob: String,
+    pub step: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessKind {
+    /// Opened in any way: read, mapped as a library, run as a script.
+    Opened,
+    /// Run with execve (a binary, or a script through its #! line).
+    Executed,
+}
+
+impl AccessKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessKind::Opened => "opened",
+            AccessKind::Executed => "executed",
+        }
+    }
 }
 
 /// How a value is selected from the file.

@@ -4,7 +4,10 @@ use std::collections::HashMap;
 
 use toml_edit::{ImDocument, Item, Value};
 
-use crate::checks::{Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step, VerifySpec};
+use crate::checks::{
+    AccessKind, AccessQuery, Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step,
+    VerifySpec,
+};
 use crate::rules::relative_path_problem;
 use crate::task_toml::{globs, seconds};
 use crate::toml_read::{describe, describe_value, item_number, Reader, Tab};
@@ -14,8 +17,13 @@ const STEP_KEYS: &[&str] = &["name", "stage", "run", "timeout_sec", "clean", "mu
 const MUTATION_KEYS: &[&str] = &["file", "replace", "with"];
 const SELECTORS: &[&str] = &["json", "regex", "csv"];
 const COMPARISONS: &[&str] = &["expect", "range", "equals", "exists"];
-const CHECK_KEYS: &[&str] =
-    &["name", "file", "json", "regex", "csv", "expect", "abs_tol", "rel_tol", "range", "equals", "exists"];
+const CHECK_KEYS: &[&str] = &[
+    "name", "file", "json", "regex", "csv", "expect", "abs_tol", "rel_tol", "range", "equals", "exists",
+    // Cleanroom additions: access checks.
+    "opened", "executed", "step",
+];
+/// The keys an access check takes.
+const ACCESS_KEYS: &[&str] = &["name", "opened", "executed", "step"];
 const CSV_KEYS: &[&str] = &["row", "column", "delimiter"];
 
 pub(crate) fn read_checks_toml(r: &mut Reader, doc: &ImDocument<String>) -> Option<VerifySpec> {
@@ -234,6 +242,12 @@ fn check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Optio
         "pointer" | "json_pointer" => Some("unknown key; a json pointer is `json = \"/a/b\"`".to_owned()),
         _ => None,
     });
+    if r.get(tab, "opened").is_some() || r.get(tab, "executed").is_some() {
+        return access_check(r, tab, steps);
+    }
+    if r.get(tab, "step").is_some() {
+        r.key_err(tab, "step", "applies only to `opened` and `executed` checks");
+    }
     let name = r.required_string(tab, "name", "every check needs a name");
     let file = r
         .required_string(tab, "file", "expected a path relative to $CLEANROOM_OUT or \"stdout:<step name>\"")
@@ -292,20 +306,59 @@ fn check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Optio
     Some(Check { name: name?, file: file?, select: select?, compare: compare? })
 }
 
+/// `opened = "GLOB"` or `executed = "GLOB"`, with `step`: nothing else.
+fn access_check(r: &mut Reader, tab: &Tab<'_>, steps: &HashMap<String, usize>) -> Option<Check> {
+    let name = r.required_string(tab, "name", "every check needs a name");
+    for key in CHECK_KEYS.iter().filter(|k| !ACCESS_KEYS.contains(k)) {
+        if r.get(tab, key).is_some() {
+            r.key_err(tab, key, "an `opened` or `executed` check takes only `name` and `step`");
+        }
+    }
+    let (kind, key) = match (r.get(tab, "opened").is_some(), r.get(tab, "executed").is_some()) {
+        (true, true) => {
+            r.key_err(tab, "executed", "a check takes one of `opened` and `executed`");
+            return None;
+        }
+        (true, false) => (AccessKind::Opened, "opened"),
+        _ => (AccessKind::Executed, "executed"),
+    };
+    // A glob relative to artifact.dest (compile_glob refuses `/` and `..`).
+    let glob = r.string(tab, key).and_then(|g| match crate::rules::compile_glob(&g) {
+        Ok(_) => Some(g),
+        Err(e) => {
+            r.key_err(tab, key, format!("{g:?}: {e}"));
+            None
+        }
+    });
+    let step = r.required_string(tab, "step", "an access check needs `step`, the step during which it looks");
+    let step = step.filter(|s| known_step(r, tab, "step", s, steps));
+    Some(Check {
+        name: name?,
+        file: CheckFile::Access(AccessQuery { kind, glob: glob?, step: step? }),
+        select: None,
+        compare: Comparison::Exists,
+    })
+}
+
+/// Whether `step` names a step; if not, an error at `key` listing them.
+fn known_step(r: &mut Reader, tab: &Tab<'_>, key: &str, step: &str, steps: &HashMap<String, usize>) -> bool {
+    if steps.contains_key(step) {
+        return true;
+    }
+    let mut names: Vec<&String> = steps.keys().collect();
+    names.sort();
+    let known = if names.is_empty() {
+        "there are no steps".to_owned()
+    } else {
+        format!("the steps are {}", names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "))
+    };
+    r.key_err(tab, key, format!("no step is named {step:?}; {known}"));
+    false
+}
+
 fn check_file(r: &mut Reader, tab: &Tab<'_>, f: &str, steps: &HashMap<String, usize>) -> Option<CheckFile> {
     if let Some(step) = f.strip_prefix("stdout:") {
-        if steps.contains_key(step) {
-            return Some(CheckFile::StepStdout(step.to_owned()));
-        }
-        let mut names: Vec<&String> = steps.keys().collect();
-        names.sort();
-        let known = if names.is_empty() {
-            "there are no steps".to_owned()
-        } else {
-            format!("the steps are {}", names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "))
-        };
-        r.key_err(tab, "file", format!("no step is named {step:?}; {known}"));
-        return None;
+        return known_step(r, tab, "file", step, steps).then(|| CheckFile::StepStdout(step.to_owned()));
     }
     if let Some(problem) = relative_path_problem(f) {
         r.key_err(

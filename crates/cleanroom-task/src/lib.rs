@@ -20,7 +20,10 @@ mod spec;
 mod task_toml;
 mod toml_read;
 
-pub use checks::{Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step, VerifySpec};
+pub use checks::{
+    AccessKind, AccessQuery, Check, CheckFile, Comparison, CsvRow, Mutation, Selector, Stage, Step,
+    VerifySpec,
+};
 pub use controls::{NegativeControl, Substitute, Substitutes};
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};

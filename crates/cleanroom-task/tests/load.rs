@@ -623,6 +623,49 @@ fn check_files() {
 }
 
 #[test]
+fn access_checks() {
+    let c = |body: &str| errors(BASE, &format!("{STEP}[[check]]\nname = \"a\"\n{body}"));
+    assert!(c("executed = \"bin/*\"\nstep = \"run\"\n").is_empty());
+    assert!(c("opened = \"data/input.txt\"\nstep = \"run\"\n").is_empty());
+    assert_error(
+        &c("opened = \"x\"\nstep = \"nope\"\n"),
+        "verify/checks.toml",
+        8,
+        "check.step",
+        "no step is named \"nope\"",
+    );
+    assert_error(&c("opened = \"x\"\n"), "verify/checks.toml", 5, "check.step", "missing");
+    assert_error(
+        &c("opened = \"x\"\nexecuted = \"y\"\nstep = \"run\"\n"),
+        "verify/checks.toml",
+        8,
+        "check.executed",
+        "one of `opened` and `executed`",
+    );
+    assert_error(
+        &c("opened = \"../x\"\nstep = \"run\"\n"),
+        "verify/checks.toml",
+        7,
+        "check.opened",
+        "must not contain `..`",
+    );
+    assert_error(
+        &c("opened = \"x\"\nstep = \"run\"\nexists = true\n"),
+        "verify/checks.toml",
+        9,
+        "check.exists",
+        "takes only `name` and `step`",
+    );
+    assert_error(
+        &c("file = \"o\"\nexists = true\nstep = \"run\"\n"),
+        "verify/checks.toml",
+        9,
+        "check.step",
+        "applies only to",
+    );
+}
+
+#[test]
 fn steps() {
     let e = errors(BASE, "[[step]]\nname = \"a\"\nstage = \"run\"\nrun = \"x\"\n[[step]]\nname = \"b\"\nstage = \"build\"\nrun = \"y\"\n");
     assert_error(&e, "verify/checks.toml", 7, "step.stage", "must not decrease");

@@ -2,6 +2,7 @@
 //! experiment's steps in the environment after the agent phase, judge the
 //! outputs from the host, and list what the agent changed in the artifact.
 
+mod access;
 mod changes;
 mod checks;
 mod pipeline;

@@ -49,6 +49,7 @@ use cleanroom_env::{
     Manifest, Network, PhaseOptions,
 };
 
+use crate::access;
 use crate::checks::{self, CheckResult};
 use crate::task::{CheckFile, Task, VerifySpec};
 use crate::verdict::{StepResult, StepStatus, Verdict};
@@ -202,18 +203,21 @@ impl<'a> Pipeline<'a> {
             .checks
             .iter()
             .map(|check| {
-                let read;
-                let input: Result<&[u8], String> = match &check.file {
+                let result = match &check.file {
+                    CheckFile::Access(query) => access::evaluate(check, query, ran.evidence.get(query)),
                     CheckFile::Path(rel) => {
                         let path = format!("{}/{}", ran.out_dir, rel.trim_start_matches('/'));
-                        read = root.read_regular(&path, READ_LIMIT);
-                        read.as_deref().map_err(|e| e.to_string())
+                        let read = root.read_regular(&path, READ_LIMIT);
+                        checks::evaluate(check, read.as_deref().map_err(|e| e.to_string()))
                     }
-                    CheckFile::StepStdout(step) => {
-                        ran.stdouts.get(step.as_str()).map(Vec::as_slice).ok_or_else(|| "missing".to_string())
-                    }
+                    CheckFile::StepStdout(step) => checks::evaluate(
+                        check,
+                        ran.stdouts
+                            .get(step.as_str())
+                            .map(Vec::as_slice)
+                            .ok_or_else(|| "missing".to_string()),
+                    ),
                 };
-                let result = checks::evaluate(check, input);
                 log.line(format_args!(
                     "{} {}: expected {}, observed {}",
                     if result.passed { "PASS" } else { "FAIL" },
@@ -295,6 +299,7 @@ impl<'a> Pipeline<'a> {
 
         let mut steps = Vec::new();
         let mut stdouts = HashMap::new();
+        let mut evidence = access::Evidences::new();
         let mut stopped = false;
         let total = self.spec.steps.len();
         for (i, step) in self.spec.steps.iter().enumerate() {
@@ -352,7 +357,17 @@ impl<'a> Pipeline<'a> {
             // The login shell's variables, without running its hooks again.
             req.argv = ["/bin/bash", "--noprofile", "--norc", "-c", &step.run].map(String::from).to_vec();
             req.timeout = Some(timeout);
+            let queries = access::queries_of(self.spec, &step.name);
+            let watch = if queries.is_empty() { None } else { env.watch_access()? };
             let outcome = env.exec(&req, cancel)?;
+            if !queries.is_empty() {
+                let seen = watch.map(|w| w.finish());
+                for (query, found) in
+                    access::evidence(env.files(), self.artifact_dest, seen.as_ref(), &queries, cancel)
+                {
+                    evidence.insert(query, found);
+                }
+            }
             result.seconds = (outcome.duration.as_secs_f64() * 1000.0).round() / 1000.0;
             result.exit_code = outcome.status.code();
             result.status = match outcome.status {
@@ -374,7 +389,7 @@ impl<'a> Pipeline<'a> {
                 .write_file(path, bytes, 0o644)
                 .map_err(|e| EnvError::io(format!("restoring {path}"), e))?;
         }
-        Ok(Ran { steps, stdouts, out_dir })
+        Ok(Ran { steps, stdouts, evidence, out_dir })
     }
 
     /// Applies every `[[mutation]]` to the artifact, from the host: each
@@ -504,6 +519,8 @@ struct Ran<'a> {
     steps: Vec<StepResult>,
     /// By step name; only steps that ran.
     stdouts: HashMap<&'a str, Vec<u8>>,
+    /// What each access check's step showed.
+    evidence: access::Evidences,
     out_dir: String,
 }
 

@@ -12,6 +12,7 @@
 //!   UTS, network and cgroup namespaces, and commands entered into it
 //!   (spawn.rs).
 
+mod access;
 mod caps;
 mod cgroup;
 mod diff;
@@ -331,6 +332,11 @@ impl Environment for SandboxEnv {
         let holder = self.phase.as_ref().ok_or_else(|| EnvError::Phase("no phase is running".into()))?;
         let procs = self.cgroup.procs_files();
         spawn::run(&spawn::Target { holder_pid: holder.pid, cgroup_procs: &procs }, req, cancel)
+    }
+
+    fn watch_access(&self) -> Result<Option<Box<dyn crate::AccessWatch>>, EnvError> {
+        let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        Ok(Some(Box::new(access::FanotifyWatch::start(&keeper.root_path)?)))
     }
 
     fn end_phase(&mut self) -> Result<(), EnvError> {

@@ -11,7 +11,9 @@
 //! reaches registries but never the host, its neighbours, its gateways or
 //! cloud metadata; limits hold; output is bounded; host mounts are
 //! read-only and leave no trace; sealed paths hold; the env-diff tells
-//! nothing of the host's paths and is bounded; destroy leaves nothing.
+//! nothing of the host's paths and is bounded; destroy leaves nothing; an
+//! access watch, where the backend has one, sees exactly which files the
+//! commands opened and executed, by identity, through every mount.
 //! The adversarial agents of tests/fixtures/agents run on every backend
 //! through the CLI's tests.
 
@@ -30,7 +32,7 @@ use cleanroom_env::{
 /// Every test of the suite, as `#[test]` functions over `$backend()`.
 macro_rules! conformance_tests {
     ($backend:path) => {
-        conformance::conformance_tests!(@each $backend; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, the_walls_hold, outbound_network_reaches_registries_but_not_the_host, memory_disk_and_process_limits_are_enforced, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, host_mounts_are_read_only_and_leave_no_trace, the_harness_serves_a_port_on_the_environments_own_loopback, the_syscall_filter_closes_the_keyring_and_io_uring, the_phase_holder_cannot_be_traced_or_read, the_kernel_views_show_the_environment_not_the_host, the_hosts_neighbours_and_gateways_are_unroutable, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound);
+        conformance::conformance_tests!(@each $backend; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, the_walls_hold, outbound_network_reaches_registries_but_not_the_host, memory_disk_and_process_limits_are_enforced, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, host_mounts_are_read_only_and_leave_no_trace, the_harness_serves_a_port_on_the_environments_own_loopback, the_syscall_filter_closes_the_keyring_and_io_uring, the_phase_holder_cannot_be_traced_or_read, the_kernel_views_show_the_environment_not_the_host, the_hosts_neighbours_and_gateways_are_unroutable, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute);
     };
     (@each $backend:path; $($name:ident),*) => {
         $(
@@ -606,4 +608,42 @@ pub fn files_never_reach_the_host_through_what_the_agent_planted(backend: &dyn B
     env.destroy().unwrap();
     let _ = std::fs::remove_dir_all(&canary);
     let _ = std::fs::remove_dir_all(&host_src);
+}
+
+/// A backend without an access watch says so (none) and is exempt; one
+/// with it must see, by identity, what a command opened and executed,
+/// through sealed paths too, and nothing that only existed or was only
+/// listed.
+pub fn an_access_watch_sees_what_commands_open_and_execute(backend: &dyn Backend) {
+    let mut env = backend.create(&spec()).expect("create environment");
+    let root = env.files();
+    root.create_dir_all("/w/art/sealed", 0o755).unwrap();
+    root.write_file("/w/art/read.txt", b"read me\n", 0o644).unwrap();
+    root.write_file("/w/art/untouched.txt", b"never opened\n", 0o644).unwrap();
+    root.write_file("/w/art/sealed/run.sh", b"echo sealed\n", 0o755).unwrap();
+    let sealed = vec!["/w/art/sealed/run.sh".to_string()];
+    env.begin_phase_with(Network::LoopbackOnly, &PhaseOptions { sealed, ..Default::default() }).unwrap();
+    let Some(watch) = env.watch_access().expect("watch") else {
+        env.destroy().unwrap();
+        return;
+    };
+    let (status, out) =
+        sh(&*env, "cat /w/art/read.txt; ls /w/art >/dev/null; bash /w/art/sealed/run.sh; /usr/bin/true");
+    assert_eq!(status, ExitStatus::Exited(0), "{out}");
+    let seen = watch.finish();
+    assert_eq!(seen.incomplete, None);
+    let root = env.files();
+    let used = |path: &str| seen.files.get(&root.file_id(path).unwrap()).copied().unwrap_or_default();
+    assert!(used("/w/art/read.txt").opened && !used("/w/art/read.txt").executed);
+    assert!(used("/w/art/sealed/run.sh").opened, "opened through its sealed self-bind");
+    assert!(used("/usr/bin/true").executed, "executed");
+    assert_eq!(used("/w/art/untouched.txt"), Default::default(), "listed, never opened");
+    // A second watch starts empty: what the first saw is not carried over.
+    let again = env.watch_access().unwrap().unwrap();
+    let (status, _) = sh(&*env, "true");
+    assert_eq!(status, ExitStatus::Exited(0));
+    let seen = again.finish();
+    assert!(!seen.files.contains_key(&env.files().file_id("/w/art/read.txt").unwrap()));
+    env.end_phase().unwrap();
+    env.destroy().unwrap();
 }
