@@ -7,7 +7,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::rules::{is_crate_name, is_crate_version, is_debian_package, relative_path_problem};
+use crate::rules::{
+    is_crate_name, is_crate_version, is_debian_package, parse_requirement, relative_path_problem,
+};
+use crate::spec::ArtifactSource;
 use crate::task_toml::check_keys;
 use crate::toml_read::{Reader, Tab};
 
@@ -208,13 +211,23 @@ impl Substitute {
 }
 
 impl Substitutes {
-    /// Every agent of the battery, in the order of task.toml's keys; replay
-    /// only where there is an experiment to replay.
-    pub fn battery(&self, has_experiment: bool) -> Vec<Substitute> {
+    /// Every agent of the battery: the same-named package of the artifact's
+    /// own registry, newest release (unless declared), then the declared
+    /// ones in the order of task.toml's keys; replay only where there is an
+    /// experiment to replay.
+    pub fn battery(&self, has_experiment: bool, artifact: &ArtifactSource) -> Vec<Substitute> {
         let each = |list: &[String], make: fn(String) -> Substitute| -> Vec<Substitute> {
             list.iter().cloned().map(make).collect()
         };
-        let mut all = each(&self.debian, Substitute::Debian);
+        let same_name = match artifact {
+            ArtifactSource::PypiSdist { requirement } => {
+                parse_requirement(requirement).map(|(name, _)| Substitute::Pypi(name))
+            }
+            ArtifactSource::DebianSource { package, .. } => Some(Substitute::Debian(package.clone())),
+            _ => None,
+        };
+        let mut all: Vec<Substitute> = same_name.into_iter().collect();
+        all.extend(each(&self.debian, Substitute::Debian));
         all.extend(each(&self.pypi, Substitute::Pypi));
         all.extend(each(&self.npm, Substitute::Npm));
         all.extend(each(&self.crates, Substitute::Crate));
@@ -222,6 +235,48 @@ impl Substitutes {
         if self.replay && has_experiment {
             all.push(Substitute::Replay);
         }
+        let mut seen = std::collections::HashSet::new();
+        all.retain(|s| seen.insert(s.label()));
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_battery_starts_with_the_artifacts_own_package_and_holds_each_substitute_once() {
+        let declared = Substitutes {
+            debian: vec!["python3-deap python3-pip".into()],
+            pypi: vec!["deap==1.3.3".into(), "deap".into()],
+            agents: vec!["substitutes/x.sh".into()],
+            ..Substitutes::default()
+        };
+        let pypi = ArtifactSource::PypiSdist { requirement: "deap==1.2.2".into() };
+        let labels: Vec<String> = declared.battery(true, &pypi).iter().map(Substitute::label).collect();
+        assert_eq!(
+            labels,
+            [
+                "pypi:deap",
+                "debian:python3-deap python3-pip",
+                "pypi:deap==1.3.3",
+                "agent:substitutes/x.sh",
+                "replay"
+            ]
+        );
+        let debian = ArtifactSource::DebianSource {
+            package: "arj".into(),
+            version: "3.10.22-26".into(),
+            mirror: None,
+            sha256: None,
+        };
+        let labels: Vec<String> =
+            Substitutes::default().battery(false, &debian).iter().map(Substitute::label).collect();
+        assert_eq!(labels, ["debian:arj"], "no replay without an experiment");
+        assert!(Substitutes::default().battery(false, &ArtifactSource::Dir).is_empty());
+        for s in declared.battery(true, &pypi) {
+            assert_eq!(Substitute::parse(&s.label()), Some(s.clone()), "label and parse agree");
+        }
     }
 }

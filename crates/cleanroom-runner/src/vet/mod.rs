@@ -67,7 +67,7 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
     let battery = |task: &Task| -> Vec<Substitute> {
         let has_experiment = task.spec.experiment.as_ref().is_some_and(|e| e.command.is_some());
         if scope.substitutes {
-            task.spec.substitutes.battery(has_experiment)
+            task.spec.substitutes.battery(has_experiment, &task.spec.artifact.source)
         } else {
             Vec::new()
         }
