@@ -44,6 +44,21 @@ fn make_task(root: &Path, id: &str, expected: u32, extra: &str) -> PathBuf {
     dir
 }
 
+/// `cleanroom run` of the oracle and the script `agent` on `tasks`, which
+/// must succeed; its output and its run directory.
+fn run_oracle_and(tasks: &Path, agent: &Path, runs: &Path) -> (std::process::Output, PathBuf) {
+    let output = cleanroom()
+        .args(["run", "--tasks", tasks.to_str().unwrap(), "--agent", "oracle", "--agent"])
+        .arg(format!("script:{}", agent.display()))
+        .args(["--jobs", "2", "--out"])
+        .arg(runs)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let run_dir = std::fs::read_dir(runs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    (output, run_dir)
+}
+
 fn row<'a>(report: &'a str, task: &str) -> &'a str {
     report.lines().find(|l| l.starts_with(task)).unwrap_or_else(|| panic!("no row for {task}: {report}"))
 }
@@ -108,18 +123,10 @@ fn a_negative_control_fails_its_oracle_and_a_forged_pass_is_flagged_and_not_coun
     )
     .unwrap();
     let runs = out.join("runs");
-    let forger_spec = format!("script:{}", forger.display());
-    let output = cleanroom()
-        .args(["run", "--tasks", tasks.to_str().unwrap(), "--agent", "oracle", "--agent", &forger_spec])
-        .args(["--jobs", "2", "--out"])
-        .arg(&runs)
-        .output()
-        .unwrap();
+    let (output, run_dir) = run_oracle_and(&tasks, &forger, &runs);
     let printed = text(&output);
-    assert!(output.status.success(), "{printed}");
     assert!(printed.contains("SUSPECT control  script-forger-sh #1  passed a negative control"), "{printed}");
     assert!(printed.contains("SUSPECT control script-forger-sh #1: passed a negative control"), "{printed}");
-    let run_dir = std::fs::read_dir(&runs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
     let read =
         |rel: &str| -> Value { serde_json::from_slice(&std::fs::read(run_dir.join(rel)).unwrap()).unwrap() };
     let forged = read("trials/control/script-forger-sh/1/result.json");
@@ -176,16 +183,7 @@ fn access_checks_see_which_files_of_the_artifact_a_step_used() {
         "touch /opt/deployed\nprintf '#!/bin/bash\\necho 3\\n' > /workspace/artifact/bin/count\n",
     )
     .unwrap();
-    let runs = out.join("runs");
-    let output = cleanroom()
-        .args(["run", "--tasks", tasks.to_str().unwrap(), "--agent", "oracle", "--agent"])
-        .arg(format!("script:{}", standin.display()))
-        .args(["--jobs", "2", "--out"])
-        .arg(&runs)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", text(&output));
-    let run_dir = std::fs::read_dir(&runs).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+    let (_, run_dir) = run_oracle_and(&tasks, &standin, &out.join("runs"));
     let checks_of = |agent: &str| -> Vec<(String, bool, String)> {
         let path = run_dir.join(format!("trials/counted/{agent}/1/result.json"));
         let r: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
