@@ -113,7 +113,7 @@ fn judge(query: &AccessQuery, evidence: Option<&Evidence>) -> (bool, String) {
                     false,
                     format!("none of the {candidates} matching files of the artifact was {verb}{note}"),
                 ),
-                [first, rest @ ..] if rest.is_empty() => (true, format!("{verb}: {first}")),
+                [only] => (true, format!("{verb}: {only}")),
                 [first, rest @ ..] => (true, format!("{verb}: {first} and {} more", rest.len())),
             }
         }

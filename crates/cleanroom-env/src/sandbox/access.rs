@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::thread::JoinHandle;
 
-use crate::access::{AccessWatch, Accessed, FileId, Use};
+use crate::access::{AccessWatch, Accessed, FileId};
 use crate::error::EnvError;
 
 /// Most distinct files recorded; beyond, the record says it is incomplete.
@@ -155,7 +155,7 @@ fn record(bytes: &[u8], seen: &mut Accessed) {
             seen.incomplete.get_or_insert_with(|| format!("more than {MAX_FILES} files were opened"));
             continue;
         }
-        let entry = seen.files.entry(id).or_insert_with(Use::default);
+        let entry = seen.files.entry(id).or_default();
         entry.opened |= event.mask & libc::FAN_OPEN != 0;
         entry.executed |= event.mask & libc::FAN_OPEN_EXEC != 0;
     }
