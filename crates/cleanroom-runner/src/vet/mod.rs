@@ -64,20 +64,15 @@ pub struct CheckScope {
 /// task as its check is complete.
 pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&TaskCheck)) -> Vec<TaskCheck> {
     let mut checks: Vec<TaskCheck> = input.tasks.iter().map(|task| lint_task(input, task)).collect();
-    let battery = |task: &Task| -> Vec<Substitute> {
-        let has_experiment = task.spec.experiment.as_ref().is_some_and(|e| e.command.is_some());
-        if scope.substitutes {
-            task.spec.substitutes.battery(has_experiment, &task.spec.artifact.source)
-        } else {
-            Vec::new()
-        }
-    };
+    let batteries: Vec<Vec<Substitute>> = checks
+        .iter_mut()
+        .zip(input.tasks)
+        .map(|(check, task)| if scope.substitutes { battery(input, task, check) } else { Vec::new() })
+        .collect();
     // One agent per distinct substitute across the tasks (an agent script's
     // path is relative to each task, so one label is one agent).
-    let mut labels: BTreeMap<String, Substitute> = BTreeMap::new();
-    for task in input.tasks {
-        labels.extend(battery(task).into_iter().map(|s| (format!("substitute:{}", s.label()), s)));
-    }
+    let labels: BTreeMap<String, Substitute> =
+        batteries.iter().flatten().map(|s| (format!("substitute:{}", s.label()), s.clone())).collect();
     let specs: Vec<String> = labels.keys().cloned().collect();
     let ids: BTreeMap<String, String> = specs.iter().cloned().zip(agent_ids(&specs)).collect();
     let mut agents = vec![
@@ -93,11 +88,11 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
     let mut todo = Vec::new();
     // Per task: the agent ids whose trials it waits for.
     let mut expected: HashMap<String, Vec<String>> = HashMap::new();
-    for (check, task) in checks.iter().zip(input.tasks) {
+    for (check, battery) in checks.iter().zip(&batteries) {
         if scope.run && check.errors() == 0 {
             let key = |agent: &str| TrialKey { task: check.task.clone(), agent_id: agent.into(), trial: 1 };
             let mut mine = vec![ORACLE.to_string(), NOP.to_string()];
-            mine.extend(battery(task).iter().map(|s| ids[&format!("substitute:{}", s.label())].clone()));
+            mine.extend(battery.iter().map(|s| ids[&format!("substitute:{}", s.label())].clone()));
             todo.push(Todo { verify_twice: true, ..Todo::new(key(ORACLE)) });
             todo.extend(mine[1..].iter().map(|id| Todo::new(key(id))));
             expected.insert(check.task.clone(), mine);
@@ -137,6 +132,33 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
     let Ok(()) = judged;
     checks.sort_by(|a, b| a.task.cmp(&b.task));
     checks
+}
+
+/// The task's battery. The replay needs a file of the artifact to swap: a
+/// command that names none (`npm run table2`, a program built later) gets
+/// no replay, and a warning that says so.
+fn battery(input: &RunInput, task: &Task, check: &mut TaskCheck) -> Vec<Substitute> {
+    let command = task.spec.experiment.as_ref().and_then(|e| e.command.as_deref());
+    let mut all = task.spec.substitutes.battery(command.is_some(), &task.spec.artifact.source);
+    let staged = match input.artifacts.get(&task.id) {
+        Some(Ok(staged)) => staged.dir.clone(),
+        _ => return all,
+    };
+    let names_a_file = command.unwrap_or("").split_whitespace().any(|word| {
+        let word = word.trim_matches(|c| c == '"' || c == '\'' || c == ';');
+        !word.starts_with('/') && !word.contains("..") && staged.join(word).is_file()
+    });
+    if all.contains(&Substitute::Replay) && !names_a_file {
+        all.retain(|s| *s != Substitute::Replay);
+        check.findings.push(Finding {
+            severity: Severity::Warning,
+            message:
+                "substitute `replay` not run: the experiment's command names no file of the artifact to swap \
+                      (write a shortcut agent that swaps the real entry point, and set `replay = false`)"
+                    .into(),
+        });
+    }
+    all
 }
 
 /// What needs no environment: the artifact was staged, and nothing of it
