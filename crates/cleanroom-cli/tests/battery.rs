@@ -96,6 +96,20 @@ fn tasks_check_runs_the_substitution_battery_and_names_what_passes() {
     let report = text(&output);
     assert!(output.status.success(), "{report}");
     assert!(row(&report, "fit").contains("2/2 failed"), "{report}");
+    // A command that names no file of the artifact leaves the replay
+    // nothing to swap: no replay, and a warning that says what to do.
+    let unnamed = make_task(&out, "unnamed", 3, "");
+    let toml = std::fs::read_to_string(unnamed.join("task.toml")).unwrap();
+    std::fs::write(unnamed.join("task.toml"), toml.replace("bash count.sh", "make run")).unwrap();
+    let output = cleanroom().args(["tasks", "check", "--no-run"]).arg(&unnamed).output().unwrap();
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    assert!(
+        report.contains(
+            "unnamed: warning: substitute `replay` not run: the experiment's command names no file"
+        ),
+        "{report}"
+    );
     let skipped = cleanroom().args(["tasks", "check", "--no-substitutes"]).arg(&task).output().unwrap();
     assert!(skipped.status.success() && row(&text(&skipped), "fit").contains(" - "), "{}", text(&skipped));
 }
