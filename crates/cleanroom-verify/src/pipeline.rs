@@ -384,7 +384,9 @@ impl<'a> Pipeline<'a> {
             stopped = result.status != StepStatus::Passed;
             steps.push(result);
         }
-        for (path, bytes) in &originals {
+        // Last change first: two mutations of one file saved it twice, and
+        // the first save is the original.
+        for (path, bytes) in originals.iter().rev() {
             env.files()
                 .write_file(path, bytes, 0o644)
                 .map_err(|e| EnvError::io(format!("restoring {path}"), e))?;

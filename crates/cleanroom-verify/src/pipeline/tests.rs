@@ -623,3 +623,18 @@ fn a_mutation_whose_text_the_deployment_changed_fails_the_mutated_step() {
         "{log}"
     );
 }
+
+#[test]
+fn two_mutations_of_one_file_are_both_undone() {
+    let mut f = fixture(|_, _| Ok(exited(0, 1, "")));
+    let mut spec = plain_then_mutated("print()", "print(1)");
+    spec.mutations.push(crate::task::Mutation {
+        file: "main.py".into(),
+        replace: "print".into(),
+        with: "echo".into(),
+    });
+    let (verdict, log) = f.run(&spec, 900, false);
+    assert!(verdict.unwrap().passed, "{log}");
+    let root = f.backend.root_of(f.env.id());
+    assert_eq!(std::fs::read_to_string(root.join("workspace/artifact/main.py")).unwrap(), "print()");
+}
