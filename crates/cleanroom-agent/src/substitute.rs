@@ -76,13 +76,7 @@ fn experiment(task: &Task) -> String {
 fn replay(task: &Task, solution: &str) -> String {
     let experiment_spec = task.spec.experiment.clone().unwrap_or_default();
     let outputs: Vec<String> = experiment_spec.outputs.iter().map(|o| quote(o)).collect();
-    let words: Vec<String> = experiment_spec
-        .command
-        .as_deref()
-        .unwrap_or("")
-        .split_whitespace()
-        .map(|w| quote(w.trim_matches(|c| c == '"' || c == '\'' || c == ';')))
-        .collect();
+    let words: Vec<String> = experiment_spec.entry_candidates().into_iter().map(quote).collect();
     format!(
         r#"bash {solution}/setup.sh || exit 1
 cd {dest} || exit 1

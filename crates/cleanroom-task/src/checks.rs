@@ -26,6 +26,18 @@ pub struct Mutation {
     pub with: String,
 }
 
+impl Mutation {
+    /// `text` with the mutation applied; the number of times it holds
+    /// `replace` when that is not exactly once (a deployment that rewrote
+    /// the file, or a task whose text the artifact lacks).
+    pub fn apply(&self, text: &str) -> Result<String, usize> {
+        match text.matches(self.replace.as_str()).count() {
+            1 => Ok(text.replacen(self.replace.as_str(), &self.with, 1)),
+            found => Err(found),
+        }
+    }
+}
+
 /// One `[[step]]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Step {

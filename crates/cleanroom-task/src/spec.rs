@@ -201,6 +201,20 @@ pub struct Experiment {
     pub outputs: Vec<String>,
 }
 
+impl Experiment {
+    /// The words of the command that may name a file of the artifact (the
+    /// entry point is the first that does): unquoted, relative, no `..`.
+    pub fn entry_candidates(&self) -> Vec<&str> {
+        self.command
+            .as_deref()
+            .unwrap_or("")
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\'' || c == ';'))
+            .filter(|w| !w.is_empty() && !w.starts_with('/') && !w.split('/').any(|c| c == ".."))
+            .collect()
+    }
+}
+
 /// `[oracle]`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Oracle {

@@ -384,9 +384,7 @@ impl<'a> Pipeline<'a> {
             stopped = result.status != StepStatus::Passed;
             steps.push(result);
         }
-        // Last change first: two mutations of one file saved it twice, and
-        // the first save is the original.
-        for (path, bytes) in originals.iter().rev() {
+        for (path, bytes) in &originals {
             env.files()
                 .write_file(path, bytes, 0o644)
                 .map_err(|e| EnvError::io(format!("restoring {path}"), e))?;
@@ -408,13 +406,15 @@ impl<'a> Pipeline<'a> {
             let path = format!("{}/{}", self.artifact_dest.trim_end_matches('/'), m.file);
             let bytes = files.read_regular(&path, READ_LIMIT).map_err(|e| format!("{}: {e}", m.file))?;
             let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text", m.file))?;
-            let found = text.matches(m.replace.as_str()).count();
-            if found != 1 {
-                return Err(format!("{}: mutation {} found its text {found} times, not once", m.file, i + 1));
-            }
-            let changed = text.replacen(m.replace.as_str(), &m.with, 1);
+            let changed = m.apply(&text).map_err(|found| {
+                format!("{}: mutation {} found its text {found} times, not once", m.file, i + 1)
+            })?;
             files.write_file(&path, changed.as_bytes(), 0o644).map_err(|e| format!("{}: {e}", m.file))?;
-            originals.push((path, text.into_bytes()));
+            // A file that several mutations change is restored to what it
+            // held before the first.
+            if !originals.iter().any(|(saved, _)| *saved == path) {
+                originals.push((path, text.into_bytes()));
+            }
             log.line(format_args!("mutation {}: {} changed", i + 1, m.file));
         }
         Ok(())

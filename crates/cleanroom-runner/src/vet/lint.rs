@@ -140,11 +140,9 @@ pub fn lint(task: &Task, artifact: &Path) -> Vec<Finding> {
         });
     }
     for (i, m) in task.verify.mutations.iter().enumerate() {
-        let found =
-            std::fs::read_to_string(artifact.join(&m.file)).map(|t| t.matches(m.replace.as_str()).count());
-        let problem = match found {
-            Ok(1) => continue,
-            Ok(n) => format!("holds its text {n} times, not once"),
+        let problem = match std::fs::read_to_string(artifact.join(&m.file)).map(|t| m.apply(&t)) {
+            Ok(Ok(_)) => continue,
+            Ok(Err(n)) => format!("holds its text {n} times, not once"),
             Err(e) => format!("cannot be read as text ({e})"),
         };
         findings.push(Finding {

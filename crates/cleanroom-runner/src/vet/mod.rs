@@ -71,16 +71,18 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
         .collect();
     // One agent per distinct substitute across the tasks (an agent script's
     // path is relative to each task, so one label is one agent).
-    let labels: BTreeMap<String, Substitute> =
-        batteries.iter().flatten().map(|s| (format!("substitute:{}", s.label()), s.clone())).collect();
-    let specs: Vec<String> = labels.keys().cloned().collect();
-    let ids: BTreeMap<String, String> = specs.iter().cloned().zip(agent_ids(&specs)).collect();
+    let distinct: BTreeMap<String, Substitute> =
+        batteries.iter().flatten().map(|s| (s.label(), s.clone())).collect();
+    let specs: Vec<String> = distinct.keys().map(|label| format!("substitute:{label}")).collect();
+    // Label to agent id, and back.
+    let ids: BTreeMap<String, String> = distinct.keys().cloned().zip(agent_ids(&specs)).collect();
+    let label_of: HashMap<&String, &String> = ids.iter().map(|(label, id)| (id, label)).collect();
     let mut agents = vec![
         AgentEntry { spec: AgentSpec::Oracle, spec_text: ORACLE.into(), id: ORACLE.into() },
         AgentEntry { spec: AgentSpec::Nop, spec_text: NOP.into(), id: NOP.into() },
     ];
-    agents.extend(labels.into_iter().map(|(spec_text, s)| AgentEntry {
-        id: ids[&spec_text].clone(),
+    agents.extend(distinct.into_iter().zip(specs).map(|((label, s), spec_text)| AgentEntry {
+        id: ids[&label].clone(),
         spec: AgentSpec::Substitute(s),
         spec_text,
     }));
@@ -92,7 +94,7 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
         if scope.run && check.errors() == 0 {
             let key = |agent: &str| TrialKey { task: check.task.clone(), agent_id: agent.into(), trial: 1 };
             let mut mine = vec![ORACLE.to_string(), NOP.to_string()];
-            mine.extend(battery.iter().map(|s| ids[&format!("substitute:{}", s.label())].clone()));
+            mine.extend(battery.iter().map(|s| ids[&s.label()].clone()));
             todo.push(Todo { verify_twice: true, ..Todo::new(key(ORACLE)) });
             todo.extend(mine[1..].iter().map(|id| Todo::new(key(id))));
             expected.insert(check.task.clone(), mine);
@@ -123,8 +125,7 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
         judge_oracle(check, oracle, repeat, negative_control);
         judge_nop(check, take(NOP).0);
         for id in &mine[2..] {
-            let spec = &agents.iter().find(|a| &a.id == id).expect("an agent of the battery").spec_text;
-            judge_substitute(check, spec.trim_start_matches("substitute:"), take(id).0);
+            judge_substitute(check, label_of[id], take(id).0);
         }
         done(check);
         Ok(())
@@ -138,16 +139,13 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
 /// command that names none (`npm run table2`, a program built later) gets
 /// no replay, and a warning that says so.
 fn battery(input: &RunInput, task: &Task, check: &mut TaskCheck) -> Vec<Substitute> {
-    let command = task.spec.experiment.as_ref().and_then(|e| e.command.as_deref());
-    let mut all = task.spec.substitutes.battery(command.is_some(), &task.spec.artifact.source);
+    let experiment = task.spec.experiment.clone().unwrap_or_default();
+    let mut all = task.spec.substitutes.battery(experiment.command.is_some(), &task.spec.artifact.source);
     let staged = match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => staged.dir.clone(),
         _ => return all,
     };
-    let names_a_file = command.unwrap_or("").split_whitespace().any(|word| {
-        let word = word.trim_matches(|c| c == '"' || c == '\'' || c == ';');
-        !word.starts_with('/') && !word.contains("..") && staged.join(word).is_file()
-    });
+    let names_a_file = experiment.entry_candidates().iter().any(|word| staged.join(word).is_file());
     if all.contains(&Substitute::Replay) && !names_a_file {
         all.retain(|s| *s != Substitute::Replay);
         check.findings.push(Finding {
