@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what cleanroom needs on a Debian or Ubuntu host (run as root):
 # the sandbox's tools (bubblewrap, slirp4netns, e2fsprogs, iproute2,
-# util-linux), debootstrap for base images, git for git artifacts, and a C
+# util-linux), QEMU for the vm backend (qemu-system-x86, qemu-utils),
+# debootstrap for base images, git for git artifacts, and a C
 # compiler for the Rust build, and patchelf for installing external agent
 # CLIs into self-contained prefixes. Rust itself comes from rustup.
 set -euo pipefail
@@ -9,7 +10,8 @@ if [ "$(id -u)" != 0 ]; then
   echo "setup.sh: run as root (the sandbox uses namespaces, cgroups and loop mounts)" >&2
   exit 2
 fi
-packages=(bubblewrap slirp4netns debootstrap e2fsprogs iproute2 util-linux mount git ca-certificates gcc libc6-dev patchelf)
+packages=(bubblewrap slirp4netns debootstrap e2fsprogs iproute2 util-linux mount git ca-certificates gcc libc6-dev patchelf
+  qemu-system-x86 qemu-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -60,6 +60,10 @@ pub enum ImageCommand {
 pub struct ImageBuildArgs {
     #[arg(long, default_value = "debian-12-minimal")]
     pub image: String,
+    /// The backend the image is for: `sandbox` (a root file system) or
+    /// `vm` (a bootable disk with a kernel and systemd).
+    #[arg(long, default_value = "sandbox")]
+    pub backend: String,
     /// Debian mirror URL (default: the host's configured apt mirror).
     #[arg(long)]
     pub mirror: Option<String>,

@@ -69,6 +69,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         None => RunDir::create(out, &config.run_id)?,
     };
     config.images.extend(prepared.images.iter().map(|img| (img.name.clone(), img.digest.clone())));
+    config.accelerator = backend.accelerator().map(String::from);
     for (id, staged) in &prepared.artifacts {
         match staged {
             Ok(s) => {
@@ -176,6 +177,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         created: cleanroom_store::rfc3339_utc_now(),
         run_id,
         backend: args.backend.clone().unwrap_or_else(|| cleanroom_env::BACKENDS[0].into()),
+        accelerator: None,
         images: BTreeMap::new(),
         tasks,
         task_ids: args.task_ids.clone(),

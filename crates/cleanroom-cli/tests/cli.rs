@@ -62,7 +62,7 @@ fn trial_file(run_dir: &Path, r: &Value, name: &str) -> String {
 fn assert_nothing_left(pid: u32) {
     let prefix = format!("{pid}-");
     let home = PathBuf::from(std::env::var("CLEANROOM_HOME").unwrap_or_else(|_| "/var/lib/cleanroom".into()));
-    let mut places = vec![home.join("envs")];
+    let mut places = vec![home.join("envs"), home.join("vm-envs")];
     for c in ["memory", "pids", "cpu", "freezer", ""] {
         places.push(Path::new("/sys/fs/cgroup").join(c).join("cleanroom"));
     }
@@ -78,6 +78,11 @@ fn assert_nothing_left(pid: u32) {
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
         let ppid = stat.rsplit(')').next().and_then(|s| s.split_whitespace().nth(1)).unwrap_or("");
         assert_ne!(ppid, pid.to_string(), "a child of the run outlived it: {stat}");
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&cmdline).contains(&format!("/vm-envs/{prefix}")),
+            "a machine of the run outlived it: {stat}"
+        );
     }
 }
 
@@ -162,7 +167,18 @@ fn third_party_tasks_run_unchanged() {
 
 #[test]
 fn adversarial_agents_never_pass() {
-    let out = temp_out("adversarial");
+    adversarial_agents_never_pass_on("sandbox");
+}
+
+/// On a machine the agent is root of its own kernel: of the walls probed,
+/// only those in front of the host must hold (docs/backends.md).
+#[test]
+fn adversarial_agents_never_pass_on_a_machine() {
+    adversarial_agents_never_pass_on("vm");
+}
+
+fn adversarial_agents_never_pass_on(backend: &str) {
+    let out = temp_out(&format!("adversarial-{backend}"));
     let agents = [
         "search-verifier",
         "plant-outputs",
@@ -176,6 +192,8 @@ fn adversarial_agents_never_pass() {
         fixtures("tests/fixtures/tasks-adversarial"),
         "--jobs".into(),
         "2".into(),
+        "--backend".into(),
+        backend.into(),
     ];
     for a in agents {
         args.push("--agent".into());
@@ -212,7 +230,12 @@ fn adversarial_agents_never_pass() {
     );
     let probe = by_agent(&results, "script-probe-walls-sh")[0];
     let report = trial_file(&run_dir, probe, "agent.log");
-    let open: Vec<&str> = report.lines().filter(|l| l.starts_with("OPEN")).collect();
+    let host_facing = |l: &&str| l.starts_with("OPEN connect") || l.starts_with("OPEN cloud metadata");
+    let open: Vec<&str> = report
+        .lines()
+        .filter(|l| l.starts_with("OPEN"))
+        .filter(|l| backend != "vm" || host_facing(l))
+        .collect();
     assert!(open.is_empty(), "walls that did not hold:\n{}", open.join("\n"));
     let hooks = by_agent(&results, "script-verify-hooks-sh")[0];
     let verify_log = trial_file(&run_dir, hooks, "verify.log");

@@ -1,10 +1,12 @@
-//! Sandbox environment lifecycle benchmark (plain `main`, no criterion).
+//! Environment lifecycle benchmark (plain `main`, no criterion).
 //!
 //! Each trial: create an environment with every limit in force (memory,
 //! pids, disk), begin a phase, exec `/bin/true`, end the phase, destroy.
 //! Needs root and the base image (built on first use).
 //!
 //! Environment variables:
+//! - `BENCH_BACKEND` the backend (default `sandbox`; `vm` boots a machine
+//!   per phase, with KVM where it works, else TCG)
 //! - `BENCH_N` trials per variant (default 50)
 //! - `BENCH_WARMUP` untimed trials first (default 2)
 //! - `BENCH_DISK_MB`, `BENCH_MEMORY_MB`, `BENCH_PIDS_MAX`, `BENCH_CPUS`
@@ -22,8 +24,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cleanroom_env::sandbox::SandboxBackend;
-use cleanroom_env::{image, Backend, CancelToken, EnvSpec, ExecRequest, Network};
+use cleanroom_env::{image, open_backend, Backend, CancelToken, EnvSpec, ExecRequest, Network};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
@@ -63,7 +64,7 @@ fn median(sorted: &[f64]) -> f64 {
 }
 
 fn one_trial(
-    backend: &SandboxBackend,
+    backend: &dyn Backend,
     spec: &EnvSpec,
     network: Network,
     req: &ExecRequest,
@@ -88,12 +89,8 @@ fn main() {
     // `cargo bench` passes `--bench`; nothing else is understood.
     let n = env_u64("BENCH_N", 50).max(1) as usize;
     let warmup = env_u64("BENCH_WARMUP", 2) as usize;
-    let spec_t = Instant::now();
-    let image =
-        image::ensure(image::DEFAULT_IMAGE, None, &mut |msg| eprintln!("image: {msg}")).expect("base image");
-    eprintln!("base image: {} ({:.1} s)", image.root.display(), spec_t.elapsed().as_secs_f64());
     let spec = EnvSpec {
-        image: image.name.clone(),
+        image: image::DEFAULT_IMAGE.into(),
         cpus: env_u64("BENCH_CPUS", 2) as u32,
         memory_mb: env_u64("BENCH_MEMORY_MB", 4096),
         disk_mb: env_u64("BENCH_DISK_MB", 20480),
@@ -104,8 +101,14 @@ fn main() {
         Some(h) if !h.is_empty() => (PathBuf::from(h), false),
         _ => (std::env::temp_dir().join(format!("cleanroom-bench-{}", std::process::id())), true),
     };
-    let backend = SandboxBackend::new(&home).expect("sandbox backend");
-    backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("base image");
+    let name = std::env::var("BENCH_BACKEND").unwrap_or_else(|_| "sandbox".into());
+    let backend = open_backend(&name, &home).expect("backend");
+    let backend = backend.as_ref();
+    let started = Instant::now();
+    backend
+        .prepare_images(&[image::DEFAULT_IMAGE], &mut |msg| eprintln!("image: {msg}"))
+        .expect("base image");
+    eprintln!("image ready ({:.1} s)", started.elapsed().as_secs_f64());
     {
         // Every limit must be in force, or the figures mean nothing.
         let env = backend.create(&spec).expect("create environment");
@@ -127,7 +130,8 @@ fn main() {
     let cancel = CancelToken::new().expect("cancel token");
     let variants = std::env::var("BENCH_VARIANTS").unwrap_or_else(|_| "loopback,outbound".into());
     println!(
-        "cleanroom sandbox bench: N={n} (+{warmup} warm-up), cpus={} memory_mb={} disk_mb={} pids_max={}, home={}",
+        "cleanroom {name} bench{}: N={n} (+{warmup} warm-up), cpus={} memory_mb={} disk_mb={} pids_max={}, home={}",
+        backend.accelerator().map(|a| format!(" ({a})")).unwrap_or_default(),
         spec.cpus,
         spec.memory_mb,
         spec.disk_mb,
@@ -141,11 +145,11 @@ fn main() {
             other => panic!("unknown variant {other} (loopback, outbound)"),
         };
         for _ in 0..warmup {
-            one_trial(&backend, &spec, network, &req, &cancel);
+            one_trial(backend, &spec, network, &req, &cancel);
         }
         let mut s = Samples::default();
         for _ in 0..n {
-            let d = one_trial(&backend, &spec, network, &req, &cancel);
+            let d = one_trial(backend, &spec, network, &req, &cancel);
             for (i, d) in d.iter().enumerate() {
                 s.parts[i].push(ms(*d));
             }

@@ -242,6 +242,12 @@ pub trait Backend: Send + Sync {
     fn sweep(&self) -> Result<SweepReport, EnvError>;
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError>;
+
+    /// How this backend's machines run their CPUs (`kvm`, `tcg`), once its
+    /// images are prepared; None for a backend without virtual machines.
+    fn accelerator(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A live environment. Dropping it destroys it (best effort); call

@@ -54,6 +54,45 @@ pub struct ImageSpec {
     pub components: &'static [&'static str],
 }
 
+/// What an image is made for: a root file system for the sandbox's
+/// overlay, or a bootable machine for the vm backend (the same packages,
+/// with a kernel and systemd, and a disk made of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    Sandbox,
+    Machine,
+}
+
+impl Flavour {
+    /// The images that backend `name` boots or mounts.
+    pub fn of_backend(name: &str) -> Result<Flavour, EnvError> {
+        match name {
+            "sandbox" => Ok(Flavour::Sandbox),
+            "vm" => Ok(Flavour::Machine),
+            other => Err(EnvError::UnknownBackend {
+                name: other.to_string(),
+                available: crate::BACKENDS.join(", "),
+            }),
+        }
+    }
+
+    /// The image's directory under `images/`.
+    pub fn dir_name(self, name: &str) -> String {
+        match self {
+            Flavour::Sandbox => name.to_string(),
+            Flavour::Machine => format!("{name}.vm"),
+        }
+    }
+
+    /// Packages added to the recipe's.
+    fn packages(self) -> &'static [&'static str] {
+        match self {
+            Flavour::Sandbox => &[],
+            Flavour::Machine => crate::vm::image::PACKAGES,
+        }
+    }
+}
+
 /// Every image cleanroom knows how to build. Add a row to add an image.
 pub const IMAGES: &[ImageSpec] = &[ImageSpec {
     name: DEFAULT_IMAGE,
@@ -105,8 +144,8 @@ pub fn cleanroom_home() -> PathBuf {
 }
 
 /// The image `name` if it has been built (in [`cleanroom_home`]).
-pub fn lookup(name: &str) -> Result<Option<Image>, EnvError> {
-    lookup_in(&cleanroom_home(), name)
+pub fn lookup(name: &str, flavour: Flavour) -> Result<Option<Image>, EnvError> {
+    lookup_in(&cleanroom_home(), name, flavour)
 }
 
 /// Builds the image `name` from `mirror` (else the host's configured Debian
@@ -114,17 +153,32 @@ pub fn lookup(name: &str) -> Result<Option<Image>, EnvError> {
 /// it is. `progress` receives short lines about each step.
 pub fn build(
     name: &str,
+    flavour: Flavour,
     mirror: Option<&str>,
     force: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Image, EnvError> {
-    build_in(&cleanroom_home(), name, mirror, force, &Host::system(), &mut bootstrap::populate, progress)
+    build_in(
+        &cleanroom_home(),
+        name,
+        flavour,
+        mirror,
+        force,
+        &Host::system(),
+        &mut bootstrap::populate,
+        progress,
+    )
 }
 
 /// The image `name`, built first if it is not yet (a run's first use builds
 /// it).
-pub fn ensure(name: &str, mirror: Option<&str>, progress: &mut dyn FnMut(&str)) -> Result<Image, EnvError> {
-    ensure_in(&cleanroom_home(), name, mirror, &Host::system(), &mut bootstrap::populate, progress)
+pub fn ensure(
+    name: &str,
+    flavour: Flavour,
+    mirror: Option<&str>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Image, EnvError> {
+    ensure_in(&cleanroom_home(), name, flavour, mirror, &Host::system(), &mut bootstrap::populate, progress)
 }
 
 /// The host files a build reads (a parameter so tests can substitute them).
@@ -146,9 +200,9 @@ impl Host {
 type Populate<'a> =
     dyn FnMut(&Path, &bootstrap::Plan, &Path, &mut dyn FnMut(&str)) -> Result<(), EnvError> + 'a;
 
-fn lookup_in(home: &Path, name: &str) -> Result<Option<Image>, EnvError> {
+fn lookup_in(home: &Path, name: &str, flavour: Flavour) -> Result<Option<Image>, EnvError> {
     spec(name)?;
-    let dir = images_dir(home)?.join(name);
+    let dir = images_dir(home)?.join(flavour.dir_name(name));
     let json = dir.join("image.json");
     let text = match std::fs::read_to_string(&json) {
         Ok(text) => text,
@@ -175,20 +229,23 @@ fn lookup_in(home: &Path, name: &str) -> Result<Option<Image>, EnvError> {
 fn ensure_in(
     home: &Path,
     name: &str,
+    flavour: Flavour,
     mirror: Option<&str>,
     host: &Host,
     populate: &mut Populate<'_>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Image, EnvError> {
-    match lookup_in(home, name)? {
+    match lookup_in(home, name, flavour)? {
         Some(image) => Ok(image),
-        None => build_in(home, name, mirror, false, host, populate, progress),
+        None => build_in(home, name, flavour, mirror, false, host, populate, progress),
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_in(
     home: &Path,
     name: &str,
+    flavour: Flavour,
     mirror: Option<&str>,
     force: bool,
     host: &Host,
@@ -199,18 +256,20 @@ fn build_in(
     let images = images_dir(home)?;
     std::fs::create_dir_all(&images)
         .map_err(|e| EnvError::io(format!("creating {}", images.display()), e))?;
-    let _lock = lock(&images.join(format!("{name}.lock")), name, progress)?;
+    let dir_name = flavour.dir_name(name);
+    let _lock = lock(&images.join(format!("{dir_name}.lock")), name, progress)?;
     if !force {
         // Another builder may have finished while this one waited.
-        if let Ok(Some(image)) = lookup_in(home, name) {
+        if let Ok(Some(image)) = lookup_in(home, name, flavour) {
             progress(&format!("image {name} is already built ({})", image.digest));
             return Ok(image);
         }
     }
-    sweep(&images, name)?;
-    let plan = plan(spec, mirror, host)?;
+    sweep(&images, &dir_name)?;
+    let mut plan = plan(spec, mirror, host)?;
+    plan.extra = flavour.packages();
 
-    let tmp = images.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = images.join(format!(".{dir_name}.tmp-{}", std::process::id()));
     std::fs::create_dir(&tmp).map_err(|e| EnvError::io(format!("creating {}", tmp.display()), e))?;
     let mut cleanup = RemoveOnDrop(Some(tmp.clone()));
     let rootfs = tmp.join("rootfs");
@@ -223,6 +282,9 @@ fn build_in(
         )));
     }
 
+    if flavour == Flavour::Machine {
+        crate::vm::image::finish(&tmp, &rootfs, progress)?;
+    }
     progress("computing the image digest");
     let digest = tree_digest(&rootfs)?;
     let info = ImageInfo {
@@ -241,8 +303,8 @@ fn build_in(
     remove_write_bits(&json)?;
     remove_write_bits(&rootfs)?;
 
-    let dest = images.join(name);
-    let old = images.join(format!(".{name}.old-{}", std::process::id()));
+    let dest = images.join(&dir_name);
+    let old = images.join(format!(".{dir_name}.old-{}", std::process::id()));
     let replacing = std::fs::symlink_metadata(&dest).is_ok();
     if replacing {
         rename(&dest, &old)?;
@@ -285,7 +347,7 @@ fn plan(spec: &'static ImageSpec, mirror: Option<&str>, host: &Host) -> Result<b
         })?,
     };
     let security = cleanroom_apt::pick_security(&entries, spec.suite);
-    Ok(bootstrap::Plan { spec, mirror, security })
+    Ok(bootstrap::Plan { spec, mirror, security, extra: &[] })
 }
 
 /// Takes the exclusive lock at `path`, saying so when it has to wait.

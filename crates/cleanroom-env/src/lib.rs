@@ -8,13 +8,16 @@ mod cancel;
 mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;
+pub mod fanotify;
 mod files;
 pub mod image;
 mod output;
 mod registry;
 mod rootfs;
 pub mod sandbox;
+pub mod seal;
 pub mod time;
+pub mod vm;
 
 pub use access::{AccessWatch, Accessed, FileId, Use};
 pub use backend::{

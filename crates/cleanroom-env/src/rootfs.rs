@@ -196,6 +196,37 @@ impl RootFs {
         file.write_all(bytes)
     }
 
+    /// Makes `path` a symbolic link to `target` (stored as given, never
+    /// resolved), replacing whatever non-directory is there. The parent
+    /// directories must exist; they are resolved as if chrooted.
+    pub fn symlink(&self, path: &str, target: &str) -> io::Result<()> {
+        self.symlink_inner(path, target).map_err(|e| context(e, path))
+    }
+
+    fn symlink_inner(&self, path: &str, target: &str) -> io::Result<()> {
+        let comps = components(path)?;
+        let Some((name, parent)) = comps.split_last() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "the root cannot be a link"));
+        };
+        let dir = self.dir_all(&parent.join("/"), 0o755)?;
+        let name = CString::new(*name).map_err(|_| nul_error())?;
+        let ctarget = CString::new(target).map_err(|_| nul_error())?;
+        match symlinkat(&ctarget, dir.as_fd(), &name) {
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let st = fstatat_nofollow(dir.as_fd(), &name)?;
+                if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                    return Err(e);
+                }
+                unlinkat(dir.as_fd(), &name, 0)?;
+                symlinkat(&ctarget, dir.as_fd(), &name)
+            }
+            other => other,
+        }?;
+        self.chown_at(dir.as_fd(), &name)?;
+        self.claim(path, EntryKind::Symlink);
+        Ok(())
+    }
+
     /// Copies a host directory tree into the environment at `dest` (created
     /// as needed): directories, regular files with their modes, links as links.
     pub fn copy_tree_in(&self, host_src: &Path, dest: &str) -> io::Result<()> {

@@ -27,6 +27,8 @@ fn backend() -> &'static SandboxBackend {
 }
 
 conformance::conformance_tests!(backend);
+conformance::host_mount_tests!(backend);
+conformance::shared_kernel_tests!(backend);
 
 fn env_with(spec: &cleanroom_env::EnvSpec) -> Box<dyn Environment> {
     backend().create(spec).expect("create environment")

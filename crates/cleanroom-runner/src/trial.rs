@@ -114,6 +114,7 @@ fn run(
     };
     let mut env = input.backend.create(&spec)?;
     record.limits = Some(env.limits());
+    record.accelerator = input.backend.accelerator().map(String::from);
     let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
     let ctx = input.agent_setup.context(input.timeout_multiplier);
     env.begin_phase_with(

@@ -58,6 +58,10 @@ pub struct TrialRecord {
     /// failure or the budget that ran out, for agents that use a model.
     #[serde(default)]
     pub error: Option<String>,
+    /// How the trial's machine ran its CPUs (`kvm`, `tcg`), on a backend of
+    /// virtual machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<String>,
     /// Model requests made, for agents that use a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
@@ -213,6 +217,7 @@ impl TrialRecord {
             limits: None,
             attempt,
             error: None,
+            accelerator: None,
             steps: None,
             model_retries: None,
             started_at: now.clone(),

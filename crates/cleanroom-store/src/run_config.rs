@@ -19,6 +19,10 @@ pub struct RunConfig {
     pub run_id: String,
     /// The environment backend, e.g. `sandbox`.
     pub backend: String,
+    /// How the backend's machines run their CPUs (`kvm`, `tcg`), for a
+    /// backend of virtual machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accelerator: Option<String>,
     /// Base image name to its digest.
     #[serde(default)]
     pub images: BTreeMap<String, String>,

@@ -15,6 +15,7 @@ fn config(run_id: &str) -> RunConfig {
         created: "2026-11-29T21:12:55.000Z".into(),
         run_id: run_id.into(),
         backend: "sandbox".into(),
+        accelerator: None,
         images: BTreeMap::from([("debian-12-minimal".into(), "sha256:abc".into())]),
         tasks: vec!["/work/tasks".into()],
         task_ids: vec![],

@@ -34,6 +34,8 @@ pub(crate) struct Plan {
     pub spec: &'static ImageSpec,
     pub mirror: String,
     pub security: Option<String>,
+    /// Packages installed besides the recipe's (a machine's kernel).
+    pub extra: &'static [&'static str],
 }
 
 /// Where the host's extra CA certificates are.
@@ -57,8 +59,9 @@ pub(crate) fn populate(
     progress(&format!("debootstrap {} from {}", spec.suite, plan.mirror));
     let mut cmd = Command::new(DEBOOTSTRAP);
     cmd.arg(format!("--variant={}", spec.variant));
-    if !spec.include.is_empty() {
-        cmd.arg(format!("--include={}", spec.include.join(",")));
+    let include: Vec<&str> = spec.include.iter().chain(plan.extra).copied().collect();
+    if !include.is_empty() {
+        cmd.arg(format!("--include={}", include.join(",")));
     }
     cmd.arg(format!("--components={}", spec.components.join(",")));
     cmd.arg(spec.suite).arg(rootfs).arg(&plan.mirror);
@@ -283,6 +286,7 @@ mod tests {
         std::fs::create_dir_all(root.join("etc/apt")).unwrap();
         std::fs::write(root.join("etc/apt/sources.list"), "deb http://x/debian bookworm main\n").unwrap();
         let plan = Plan {
+            extra: &[],
             spec: &super::super::IMAGES[0],
             mirror: "http://m.example/debian".into(),
             security: Some("http://m.example/debian-security".into()),

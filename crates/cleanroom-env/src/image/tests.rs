@@ -73,12 +73,13 @@ fn unknown_image_names_are_errors_listing_the_known_ones() {
     let err = spec("debian-13-huge").unwrap_err();
     assert!(matches!(err, EnvError::UnknownImage { .. }));
     assert_eq!(err.to_string(), "unknown image `debian-13-huge` (known images: debian-12-minimal)");
-    assert!(matches!(lookup_in(&home.0, "nope"), Err(EnvError::UnknownImage { .. })));
+    assert!(matches!(lookup_in(&home.0, "nope", Flavour::Sandbox), Err(EnvError::UnknownImage { .. })));
     let calls = AtomicUsize::new(0);
     let host = fake_host(&home.0);
     let r = build_in(
         &home.0,
         "nope",
+        Flavour::Sandbox,
         None,
         false,
         &host,
@@ -95,12 +96,13 @@ fn image_build_lifecycle_with_a_fake_bootstrap() {
     let host = fake_host(&home.0);
     let calls = AtomicUsize::new(0);
     let mut populate = fake_populate(&calls, Duration::ZERO);
-    assert!(lookup_in(&home.0, DEFAULT_IMAGE).unwrap().is_none());
+    assert!(lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox).unwrap().is_none());
 
     let mut lines = Vec::new();
-    let image =
-        ensure_in(&home.0, DEFAULT_IMAGE, None, &host, &mut populate, &mut |l| lines.push(l.to_owned()))
-            .unwrap();
+    let image = ensure_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox, None, &host, &mut populate, &mut |l| {
+        lines.push(l.to_owned())
+    })
+    .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(lines[0], "debootstrap bookworm from http://mirror.example/debian");
     assert!(lines.last().unwrap().starts_with("image debian-12-minimal ready (sha256:"), "{lines:?}");
@@ -124,22 +126,25 @@ fn image_build_lifecycle_with_a_fake_bootstrap() {
     assert_eq!(on_disk, image.info);
 
     // Cached: lookup and ensure return it without building.
-    let found = lookup_in(&home.0, DEFAULT_IMAGE).unwrap().unwrap();
+    let found = lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox).unwrap().unwrap();
     assert_eq!((found.root.clone(), found.digest.clone()), (dir.join("rootfs"), image.digest.clone()));
     let mut lines = Vec::new();
-    let again =
-        ensure_in(&home.0, DEFAULT_IMAGE, None, &host, &mut populate, &mut |l| lines.push(l.to_owned()))
-            .unwrap();
+    let again = ensure_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox, None, &host, &mut populate, &mut |l| {
+        lines.push(l.to_owned())
+    })
+    .unwrap();
     assert_eq!((calls.load(Ordering::SeqCst), lines.len()), (1, 0));
     assert_eq!(again.digest, image.digest);
     // Without force, build reuses it too.
-    build_in(&home.0, DEFAULT_IMAGE, None, false, &host, &mut populate, &mut |_| {}).unwrap();
+    build_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox, None, false, &host, &mut populate, &mut |_| {})
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 
     // Forced, with another mirror: replaced in place, nothing left beside it.
     let rebuilt = build_in(
         &home.0,
         DEFAULT_IMAGE,
+        Flavour::Sandbox,
         Some("https://other.example/debian/"),
         true,
         &host,
@@ -151,7 +156,7 @@ fn image_build_lifecycle_with_a_fake_bootstrap() {
     assert_ne!(rebuilt.digest, image.digest);
     assert_eq!(rebuilt.info.mirror, "https://other.example/debian");
     assert_eq!(std::fs::read_to_string(rebuilt.root.join("usr/bin/apt-get")).unwrap(), "build 1");
-    assert_eq!(lookup_in(&home.0, DEFAULT_IMAGE).unwrap().unwrap().digest, rebuilt.digest);
+    assert_eq!(lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox).unwrap().unwrap().digest, rebuilt.digest);
     assert_eq!(names_in(&home.0.join("images")), ["debian-12-minimal", "debian-12-minimal.lock"]);
 }
 
@@ -163,10 +168,12 @@ fn a_failed_build_leaves_nothing_and_leftovers_are_swept() {
         std::fs::create_dir_all(root.join("etc")).unwrap();
         Err(EnvError::Command { program: "debootstrap".into(), detail: "exit status: 1".into() })
     };
-    let err = build_in(&home.0, DEFAULT_IMAGE, None, false, &host, &mut failing, &mut |_| {}).unwrap_err();
+    let err =
+        build_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox, None, false, &host, &mut failing, &mut |_| {})
+            .unwrap_err();
     assert_eq!(err.to_string(), "debootstrap failed: exit status: 1");
     assert_eq!(names_in(&home.0.join("images")), ["debian-12-minimal.lock"]);
-    assert!(lookup_in(&home.0, DEFAULT_IMAGE).unwrap().is_none());
+    assert!(lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox).unwrap().is_none());
 
     // What a builder that was killed would leave; the next build sweeps it.
     let stale = home.0.join("images/.debian-12-minimal.tmp-99999/rootfs/etc");
@@ -177,6 +184,7 @@ fn a_failed_build_leaves_nothing_and_leftovers_are_swept() {
     build_in(
         &home.0,
         DEFAULT_IMAGE,
+        Flavour::Sandbox,
         None,
         false,
         &host,
@@ -201,9 +209,15 @@ fn concurrent_image_builders_build_once() {
                 s.spawn(|| {
                     let mut lines = Vec::new();
                     let mut populate = fake_populate(&calls, Duration::from_millis(400));
-                    let image = ensure_in(&home.0, DEFAULT_IMAGE, None, &host, &mut populate, &mut |l| {
-                        lines.push(l.to_owned())
-                    })
+                    let image = ensure_in(
+                        &home.0,
+                        DEFAULT_IMAGE,
+                        Flavour::Sandbox,
+                        None,
+                        &host,
+                        &mut populate,
+                        &mut |l| lines.push(l.to_owned()),
+                    )
                     .unwrap();
                     (image, lines)
                 })
@@ -270,6 +284,7 @@ fn real_image_build_with_debootstrap() {
                     let image = ensure_in(
                         &home.0,
                         DEFAULT_IMAGE,
+                        Flavour::Sandbox,
                         None,
                         &Host::system(),
                         &mut bootstrap::populate,
@@ -325,9 +340,15 @@ fn real_image_build_with_debootstrap() {
     // Cached: no rebuild, no progress, fast.
     let t = Instant::now();
     let mut lines = Vec::new();
-    let again = ensure_in(&home.0, DEFAULT_IMAGE, None, &host, &mut bootstrap::populate, &mut |l| {
-        lines.push(l.to_owned())
-    })
+    let again = ensure_in(
+        &home.0,
+        DEFAULT_IMAGE,
+        Flavour::Sandbox,
+        None,
+        &host,
+        &mut bootstrap::populate,
+        &mut |l| lines.push(l.to_owned()),
+    )
     .unwrap();
     assert!(lines.is_empty() && t.elapsed() < Duration::from_secs(1), "{lines:?}");
     assert_eq!(again.digest, image.digest);

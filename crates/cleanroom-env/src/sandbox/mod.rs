@@ -12,17 +12,16 @@
 //!   UTS, network and cgroup namespaces, and commands entered into it
 //!   (spawn.rs).
 
-mod access;
 mod caps;
 mod cgroup;
 mod diff;
 mod keeper;
 mod kernel_views;
-mod phase;
+pub(crate) mod phase;
 mod seal;
 mod seccomp;
 mod spawn;
-mod sweep;
+pub(crate) mod sweep;
 
 use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -107,7 +106,7 @@ impl Backend for SandboxBackend {
     ) -> Result<Vec<PreparedImage>, EnvError> {
         let mut prepared = Vec::new();
         for name in names {
-            let img = image::ensure(name, None, progress)?;
+            let img = image::ensure(name, image::Flavour::Sandbox, None, progress)?;
             self.images.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), img.root);
             prepared.push(PreparedImage { name: name.to_string(), digest: img.digest });
         }
@@ -336,7 +335,7 @@ impl Environment for SandboxEnv {
 
     fn watch_access(&self) -> Result<Option<Box<dyn crate::AccessWatch>>, EnvError> {
         let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
-        Ok(Some(Box::new(access::FanotifyWatch::start(&keeper.root_path)?)))
+        Ok(Some(Box::new(crate::fanotify::FanotifyWatch::start(&keeper.root_path)?)))
     }
 
     fn end_phase(&mut self) -> Result<(), EnvError> {

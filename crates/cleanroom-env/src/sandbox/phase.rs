@@ -32,7 +32,8 @@ pub(crate) struct Holder {
     nat: Option<Nat>,
 }
 
-struct Nat {
+/// User-mode NAT into a network namespace (the phase's; a machine's QEMU).
+pub(crate) struct Nat {
     child: Child,
     _exit: OwnedFd,
 }
@@ -136,13 +137,8 @@ impl Holder {
         // SAFETY: plain kill(2) of the holder.
         unsafe { libc::kill(self.pid, libc::SIGKILL) };
         let _ = self.bwrap.wait();
-        if let Some(mut nat) = self.nat.take() {
-            let _ = nat.child.kill();
-            // slirp4netns takes ~20 ms to exit once killed (its tap device
-            // goes away); nothing waits on that, so reap it aside.
-            std::thread::spawn(move || {
-                let _ = nat.child.wait();
-            });
+        if let Some(nat) = self.nat.take() {
+            nat.stop();
         }
         Ok(())
     }
@@ -228,7 +224,7 @@ impl Nat {
     /// without CAP_NET_ADMIN. slirp4netns joins the environment's cgroups:
     /// the CPU and memory it spends on the agent's traffic count against
     /// the environment's limits.
-    fn start(holder: i32, cgroup_procs: &[std::path::PathBuf]) -> Result<Nat, EnvError> {
+    pub(crate) fn start(holder: i32, cgroup_procs: &[std::path::PathBuf]) -> Result<Nat, EnvError> {
         let cgroup_fds = open_procs(cgroup_procs)?;
         let cg: Vec<i32> = cgroup_fds.iter().map(|f| f.as_raw_fd()).collect();
         let (ready_r, ready_w) = pipe()?;
@@ -278,6 +274,15 @@ impl Nat {
         let nat = Nat { child, _exit: exit_w };
         block_host_addresses(holder)?;
         Ok(nat)
+    }
+
+    pub(crate) fn stop(mut self) {
+        let _ = self.child.kill();
+        // slirp4netns takes ~20 ms to exit once killed (its tap device goes
+        // away); nothing waits on that, so reap it aside.
+        std::thread::spawn(move || {
+            let _ = self.child.wait();
+        });
     }
 }
 

@@ -36,13 +36,13 @@ impl Owner {
             .map_err(|e| EnvError::io(path.display().to_string(), e))
     }
 
-    fn read(env_dir: &Path) -> Option<Owner> {
+    pub(crate) fn read(env_dir: &Path) -> Option<Owner> {
         let text = std::fs::read_to_string(env_dir.join("owner")).ok()?;
         let mut it = text.split_whitespace();
         Some(Owner { pid: it.next()?.parse().ok()?, start_time: it.next()?.parse().ok()? })
     }
 
-    fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         start_time_of(self.pid) == Some(self.start_time)
     }
 }
@@ -83,7 +83,7 @@ pub fn sweep(home: &Path) -> Result<SweepReport, EnvError> {
 }
 
 /// Environment ids start with the owner's pid and start time.
-fn owner_in_id_alive(id: &str) -> bool {
+pub(crate) fn owner_in_id_alive(id: &str) -> bool {
     let mut it = id.split('-');
     let owner = (|| Some(Owner { pid: it.next()?.parse().ok()?, start_time: it.next()?.parse().ok()? }))();
     owner.is_some_and(|o| o.is_alive())

@@ -17,7 +17,7 @@
 //! The adversarial agents of tests/fixtures/agents run on every backend
 //! through the CLI's tests.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -29,12 +29,33 @@ use cleanroom_env::{
     Manifest, Network, PhaseOptions, ReadError, WalkLimits,
 };
 
-/// Every test of the suite, as `#[test]` functions over `$backend()`.
+/// The contract of every backend, as `#[test]` functions over `$backend()`.
 macro_rules! conformance_tests {
     ($backend:path) => {
-        conformance::conformance_tests!(@each $backend; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, the_walls_hold, outbound_network_reaches_registries_but_not_the_host, memory_disk_and_process_limits_are_enforced, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, host_mounts_are_read_only_and_leave_no_trace, the_harness_serves_a_port_on_the_environments_own_loopback, the_syscall_filter_closes_the_keyring_and_io_uring, the_phase_holder_cannot_be_traced_or_read, the_kernel_views_show_the_environment_not_the_host, the_hosts_neighbours_and_gateways_are_unroutable, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute);
+        conformance::each_test!($backend; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, outbound_network_reaches_registries_but_not_the_host, memory_disk_and_process_limits_are_enforced, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, the_harness_serves_a_port_on_the_environments_own_loopback, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute);
     };
-    (@each $backend:path; $($name:ident),*) => {
+}
+
+/// Backends that show host directories inside (an agent installed on the
+/// host): they do it read-only and leave no trace.
+macro_rules! host_mount_tests {
+    ($backend:path) => {
+        conformance::each_test!($backend; host_mounts_are_read_only_and_leave_no_trace);
+    };
+}
+
+/// Backends whose environments run on the host's own kernel (namespaces,
+/// not machines): its walls hold, what it shows is the environment's, and
+/// its network routes keep the host's neighbours out. A backend with a
+/// kernel of its own tests the machine boundary instead.
+macro_rules! shared_kernel_tests {
+    ($backend:path) => {
+        conformance::each_test!($backend; the_walls_hold, the_syscall_filter_closes_the_keyring_and_io_uring, the_phase_holder_cannot_be_traced_or_read, the_kernel_views_show_the_environment_not_the_host, the_hosts_neighbours_and_gateways_are_unroutable);
+    };
+}
+
+macro_rules! each_test {
+    ($backend:path; $($name:ident),*) => {
         $(
             #[test]
             fn $name() {
@@ -43,7 +64,7 @@ macro_rules! conformance_tests {
         )*
     };
 }
-pub(crate) use conformance_tests;
+pub(crate) use {conformance_tests, each_test, host_mount_tests, shared_kernel_tests};
 
 pub fn spec() -> EnvSpec {
     EnvSpec {
@@ -62,6 +83,22 @@ pub fn sh(env: &dyn Environment, script: &str) -> (ExitStatus, String) {
     req.timeout = Some(Duration::from_secs(60));
     let out = env.exec(&req, &CancelToken::new().unwrap()).expect("exec");
     (out.status, out.combined.to_string_lossy())
+}
+
+/// How many processes inside the environment's current phase have
+/// `marker` (which starts with "cleanroom-") in their command line.
+pub fn processes_inside(env: &dyn Environment, marker: &str) -> usize {
+    let pattern = format!("[c]{}", &marker[1..]);
+    let (_, out) = sh(
+        env,
+        &format!(
+            "{{ for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done; }} 2>/dev/null | grep -c -- '{pattern}'"
+        ),
+    );
+    out.lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("counting processes: {out}"))
 }
 
 /// Host processes whose command line holds `marker`.
@@ -128,10 +165,12 @@ pub fn ending_a_phase_kills_detached_processes(backend: &dyn Backend) {
     );
     assert!(status.success());
     // setsid, double-forked, stopped, and one that ignores every signal.
-    let running = host_processes_with(&marker);
-    assert!(running.len() >= 4, "the detached processes should run: {running:?}");
+    let running = processes_inside(env.as_ref(), &marker);
+    assert!(running >= 4, "the detached processes should run: {running}");
     env.end_phase().unwrap();
     assert!(host_processes_with(&marker).is_empty(), "detached processes outlived the phase");
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    assert_eq!(processes_inside(env.as_ref(), &marker), 0, "detached processes reached the next phase");
     env.destroy().unwrap();
 }
 
@@ -243,9 +282,10 @@ pub fn destroy_leaves_nothing_on_the_host(backend: &dyn Backend) {
     env.begin_phase(Network::Outbound).unwrap();
     let marker = format!("cleanroom-destroyed-{}", std::process::id());
     sh(env.as_ref(), &format!("(exec -a {marker} sleep 1000 &); echo started"));
-    assert!(!host_processes_with(&marker).is_empty());
+    assert_eq!(processes_inside(env.as_ref(), &marker), 1);
     env.destroy().unwrap();
     assert!(host_processes_with(&marker).is_empty(), "a process outlived destroy");
+    assert!(host_processes_with(&id).is_empty(), "a host process still names the environment");
     let mut mounts = String::new();
     std::fs::File::open("/proc/self/mountinfo").unwrap().read_to_string(&mut mounts).unwrap();
     assert!(!mounts.contains(&id), "mount left behind");

@@ -16,6 +16,7 @@ fn config(run_id: &str, created: &str) -> RunConfig {
         created: created.into(),
         run_id: run_id.into(),
         backend: "sandbox".into(),
+        accelerator: None,
         images: BTreeMap::new(),
         tasks: vec!["/tasks".into()],
         task_ids: vec![],

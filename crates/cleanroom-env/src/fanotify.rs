@@ -1,6 +1,7 @@
-//! The sandbox's access watch: a fanotify mark on the environment's whole
-//! overlay file system (every mount of it, the sealed self-binds too), read
-//! by a thread of the harness. Events name files by descriptor; each is
+//! An access watch by fanotify: a mark on a whole file system (every mount
+//! of it, the sealed self-binds too), read by a thread: the sandbox's on the
+//! environment's overlay, read by the harness; a machine's on its disk,
+//! read by its guest agent. Events name files by descriptor; each is
 //! recorded by its identity (device, inode), which the pipeline matches
 //! against the artifact's files, since a path read back from a descriptor
 //! is relative to whichever mount the process used.
@@ -17,15 +18,14 @@ use crate::error::EnvError;
 /// Most distinct files recorded; beyond, the record says it is incomplete.
 const MAX_FILES: usize = 1 << 20;
 
-pub(crate) struct FanotifyWatch {
+pub struct FanotifyWatch {
     /// Written to stop the reader, which then drains what is queued.
     stop: OwnedFd,
     reader: JoinHandle<Accessed>,
 }
 
 impl FanotifyWatch {
-    /// Watches the file system that `root` (a host path of the overlay's
-    /// root) is on.
+    /// Watches the file system that `root` is on.
     pub fn start(root: &Path) -> Result<FanotifyWatch, EnvError> {
         let err = |what: &str, e: io::Error| EnvError::io(format!("fanotify: {what} {}", root.display()), e);
         // SAFETY: plain system calls; each result is checked before use.

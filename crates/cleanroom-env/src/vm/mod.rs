@@ -1,0 +1,507 @@
+//! The `vm` backend: every environment is a virtual machine of its own.
+//!
+//! One environment is a directory `<home>/vm-envs/<id>/` holding an `owner`
+//! file (as the sandbox's, for the sweep), the trial's disk `disk.qcow2`
+//! (a copy-on-write overlay of the image's disk, as large as the image plus
+//! the task's `disk_mb`) and the agent's socket while a machine runs. It
+//! boots in two ways (qemu.rs):
+//!
+//! - a phase boots the disk's own system (systemd), with the guest agent
+//!   beside it (the `cleanroom-guest` crate); ending the phase powers the
+//!   machine off, so nothing of it (processes, modules, memory) lasts into
+//!   the next;
+//! - between phases, the harness's file work (copying the verifier in,
+//!   the tamper check, the env-diff) boots the agent alone from the host's
+//!   initramfs, the disk mounted and nothing of it run: no file system the
+//!   agent wrote is ever mounted by the host's kernel.
+
+mod channel;
+mod exec;
+mod files;
+pub mod image;
+mod initramfs;
+pub mod protocol;
+mod qemu;
+mod sweep;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::access::{AccessWatch, Accessed};
+use crate::backend::{
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Needs, Network,
+    PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
+};
+use crate::bounds::WalkLimits;
+use crate::cancel::CancelToken;
+use crate::error::EnvError;
+use crate::files::Files;
+use crate::image::Flavour;
+use crate::sandbox::host_tool;
+use crate::sandbox::sweep::Owner;
+use channel::Channel;
+use files::{MachineFiles, Port};
+use protocol::{Message, Mode};
+pub use qemu::Accel;
+
+/// How long a machine may take to boot to its agent's hello.
+const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the disk's system may take to finish booting (systemd's jobs).
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(300);
+/// Waits until systemd has booted the disk's system (its manager answers
+/// once it runs, and `--wait` then waits for the boot's jobs). A disk
+/// without systemd is left as it is.
+const SETTLE_SCRIPT: &str = "command -v systemctl >/dev/null || exit 0
+while :; do
+  case $(systemctl is-system-running --wait 2>/dev/null) in
+    running|degraded|maintenance|stopping) exit 0 ;;
+  esac
+  sleep 0.1
+done";
+/// How long a machine may take to power off once asked.
+const POWER_OFF_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A machine image, ready to boot.
+#[derive(Clone)]
+struct Prepared {
+    kernel: PathBuf,
+    initramfs: PathBuf,
+    disk: PathBuf,
+    /// The disk's listing (protocol::Listing), as JSON, for the env-diff.
+    listing: Arc<Vec<u8>>,
+}
+
+pub struct VmBackend {
+    home: PathBuf,
+    images: Mutex<HashMap<String, Prepared>>,
+    accel: OnceLock<Accel>,
+}
+
+impl VmBackend {
+    pub fn new(home: &Path) -> Result<VmBackend, EnvError> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(EnvError::Phase(
+                "the vm backend needs root (a network namespace per machine, its NAT): run cleanroom as root"
+                    .into(),
+            ));
+        }
+        for tool in [qemu::QEMU, "qemu-img", "mkfs.ext4", "slirp4netns", "ip", "ldd"] {
+            if host_tool(tool).is_none() {
+                return Err(EnvError::Phase(format!(
+                    "`{tool}` not found: the vm backend needs QEMU (qemu-system-x86, qemu-utils), e2fsprogs, \
+                     slirp4netns and iproute2 (see docs/backends.md)"
+                )));
+            }
+        }
+        initramfs::guest_agent()?;
+        let envs = home.join("vm-envs");
+        std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
+        Ok(VmBackend { home: home.to_path_buf(), images: Mutex::default(), accel: OnceLock::new() })
+    }
+}
+
+impl Backend for VmBackend {
+    fn name(&self) -> &'static str {
+        "vm"
+    }
+
+    fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
+        let mut unmet = Vec::new();
+        if needs.gpus > 0 {
+            unmet.push(Unmet {
+                need: "gpus",
+                why: "the vm backend has no GPU configured for passthrough (see docs/backends.md)".into(),
+            });
+        }
+        unmet
+    }
+
+    fn prepare_images(
+        &self,
+        names: &[&str],
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<PreparedImage>, EnvError> {
+        let mut prepared = Vec::new();
+        for name in names {
+            let img = crate::image::ensure(name, Flavour::Machine, None, progress)?;
+            let dir = img.root.parent().expect("an image's rootfs has a parent").to_path_buf();
+            let initramfs = initramfs::ensure(&self.home, &dir)?;
+            let kernel = dir.join("vmlinuz");
+            if self.accel.get().is_none() {
+                let accel = qemu::accelerator(&kernel)?;
+                progress(&format!("machines run with {}", accel.as_str()));
+                let _ = self.accel.set(accel);
+            }
+            let listing_path = dir.join("listing.json");
+            let listing = std::fs::read(&listing_path)
+                .map_err(|e| EnvError::io(listing_path.display().to_string(), e))?;
+            let ready =
+                Prepared { kernel, initramfs, disk: dir.join("disk.raw"), listing: Arc::new(listing) };
+            self.images.lock().unwrap_or_else(|p| p.into_inner()).insert(name.to_string(), ready);
+            prepared.push(PreparedImage { name: name.to_string(), digest: img.digest });
+        }
+        Ok(prepared)
+    }
+
+    fn sweep(&self) -> Result<SweepReport, EnvError> {
+        sweep::sweep(&self.home.join("vm-envs"))
+    }
+
+    fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
+        let image = self
+            .images
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&spec.image)
+            .cloned()
+            .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
+        let accel = self.accel.get().copied().unwrap_or(Accel::Tcg);
+        Ok(Box::new(VmEnv::create(&self.home, image, accel, spec)?))
+    }
+
+    fn accelerator(&self) -> Option<&'static str> {
+        self.accel.get().map(|a| a.as_str())
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+static WATCHES: AtomicU64 = AtomicU64::new(1);
+
+/// An access watch run by the machine's agent (fanotify on its disk): it
+/// sees every process of the machine, as the sandbox's sees every process
+/// of the phase.
+struct MachineWatch {
+    channel: Arc<Channel>,
+    watch: u64,
+}
+
+impl AccessWatch for MachineWatch {
+    fn finish(self: Box<Self>) -> Accessed {
+        let watch = self.watch;
+        let answer =
+            self.channel.call(|id| Message::FinishWatch { id, watch }, Vec::new(), POWER_OFF_TIMEOUT);
+        let seen = answer.map_err(|e| e.to_string()).and_then(|frame| match frame.message {
+            Message::Failed { failure, .. } => Err(failure.message),
+            _ => serde_json::from_slice::<protocol::Seen>(&frame.data).map_err(|e| e.to_string()),
+        });
+        match seen {
+            Ok(seen) => seen.accessed(),
+            Err(why) => Accessed {
+                files: Default::default(),
+                incomplete: Some(format!("the machine's agent: {why}")),
+            },
+        }
+    }
+}
+
+/// A machine that runs now, and the agent's port to it.
+struct Booted {
+    machine: qemu::Machine,
+    channel: Arc<Channel>,
+}
+
+/// What the environment's file access and its phases share.
+struct Inner {
+    dir: PathBuf,
+    image: Prepared,
+    accel: Accel,
+    cpus: u32,
+    memory_mb: u64,
+    pids_max: u64,
+    resolv_conf: PathBuf,
+    booted: Mutex<Option<Booted>>,
+}
+
+impl Inner {
+    fn disk(&self) -> PathBuf {
+        self.dir.join("disk.qcow2")
+    }
+
+    /// Boots the disk in `mode`, after powering off what runs.
+    fn boot(&self, mode: Mode, network: Network) -> Result<Arc<Channel>, EnvError> {
+        let mut booted = self.booted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = booted.take() {
+            power_off(old);
+        }
+        let socket = self.dir.join("agent.sock");
+        let _ = std::fs::remove_file(&socket);
+        let disk = self.disk();
+        let boot = qemu::Boot {
+            kernel: &self.image.kernel,
+            initramfs: &self.image.initramfs,
+            disk: &disk,
+            socket: &socket,
+            accel: self.accel,
+            cpus: self.cpus,
+            memory_mb: self.memory_mb,
+            pids_max: self.pids_max,
+            mode,
+            network,
+            resolv_conf: &self.resolv_conf,
+        };
+        let mut machine = qemu::Machine::start(&boot)?;
+        let opened = Channel::open(&socket, BOOT_TIMEOUT, &mut || machine.running());
+        let channel = match opened {
+            Ok(channel) if channel.mode == mode => Arc::new(channel),
+            Ok(channel) => {
+                return Err(EnvError::Phase(format!(
+                    "the machine's agent started in {:?} mode, not {mode:?}",
+                    channel.mode
+                )))
+            }
+            Err(e) => {
+                let console = machine.console();
+                drop(machine);
+                return Err(EnvError::Phase(format!(
+                    "the machine did not boot: {e}; its console ended:\n{console}"
+                )));
+            }
+        };
+        *booted = Some(Booted { machine, channel: channel.clone() });
+        Ok(channel)
+    }
+
+    fn power_off(&self) {
+        if let Some(old) = self.booted.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            power_off(old);
+        }
+    }
+
+    fn channel(&self) -> Option<Arc<Channel>> {
+        self.booted.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|b| b.channel.clone())
+    }
+}
+
+impl Port for Inner {
+    fn port(&self) -> io::Result<Arc<Channel>> {
+        if let Some(channel) = self.channel() {
+            return Ok(channel);
+        }
+        self.boot(Mode::Service, Network::LoopbackOnly).map_err(io::Error::other)
+    }
+}
+
+/// Asks the agent to flush the disk and power off; kills QEMU when that
+/// does not happen in time. The disk is consistent either way once the
+/// agent has flushed.
+fn power_off(booted: Booted) {
+    let _ = booted.channel.call(|id| Message::PowerOff { id }, Vec::new(), POWER_OFF_TIMEOUT);
+    booted.machine.stop(POWER_OFF_TIMEOUT);
+}
+
+pub struct VmEnv {
+    id: String,
+    inner: Arc<Inner>,
+    files: MachineFiles,
+    in_phase: bool,
+}
+
+impl VmEnv {
+    fn create(home: &Path, image: Prepared, accel: Accel, spec: &EnvSpec) -> Result<VmEnv, EnvError> {
+        let me = Owner::current();
+        let id = format!("{}-{}-{}", me.pid, me.start_time, COUNTER.fetch_add(1, Ordering::Relaxed));
+        let dir = home.join("vm-envs").join(&id);
+        std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
+        me.write(&dir)?;
+        let resolv_conf = dir.join("resolv.conf");
+        // slirp4netns's DNS, as the NAT into QEMU's namespace offers it.
+        std::fs::write(&resolv_conf, "nameserver 10.0.2.3\n")
+            .map_err(|e| EnvError::io("writing resolv.conf", e))?;
+        let base_bytes = std::fs::metadata(&image.disk)
+            .map_err(|e| EnvError::io(image.disk.display().to_string(), e))?
+            .len();
+        let size = base_bytes + (spec.disk_mb << 20);
+        let disk = dir.join("disk.qcow2");
+        let out = Command::new(crate::sandbox::tool("qemu-img"))
+            .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+            .arg(&image.disk)
+            .arg(&disk)
+            .arg(size.to_string())
+            .env_clear()
+            .output()
+            .map_err(|e| EnvError::io("run qemu-img", e))?;
+        if !out.status.success() {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(EnvError::Command {
+                program: "qemu-img create".into(),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        let inner = Arc::new(Inner {
+            dir,
+            image,
+            accel,
+            cpus: spec.cpus,
+            memory_mb: spec.memory_mb,
+            pids_max: spec.pids_max,
+            resolv_conf,
+            booted: Mutex::new(None),
+        });
+        let files = MachineFiles { port: inner.clone(), made: Mutex::default() };
+        Ok(VmEnv { id, inner, files, in_phase: false })
+    }
+
+    fn phase_channel(&self) -> Result<Arc<Channel>, EnvError> {
+        match (self.in_phase, self.inner.channel()) {
+            (true, Some(channel)) => Ok(channel),
+            _ => Err(EnvError::Phase("no phase is running".into())),
+        }
+    }
+
+    fn teardown(&mut self) -> Result<(), EnvError> {
+        self.inner.power_off();
+        self.in_phase = false;
+        match std::fs::remove_dir_all(&self.inner.dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(EnvError::io(format!("removing {}", self.inner.dir.display()), e)),
+        }
+    }
+}
+
+impl Environment for VmEnv {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn limits(&self) -> Limits {
+        // The machine's memory and disk are its own; the agent's commands
+        // get the task's memory and process limits from a cgroup inside.
+        Limits { memory: LimitState::Enforced, pids: LimitState::Enforced, disk: LimitState::Enforced }
+    }
+
+    fn files(&self) -> &dyn Files {
+        &self.files
+    }
+
+    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
+        if self.in_phase {
+            return Err(EnvError::Phase("a phase is already running".into()));
+        }
+        if !options.mounts.is_empty() {
+            return Err(EnvError::Phase(
+                "the vm backend cannot show host directories inside a machine yet: agents installed on the host \
+                 (command: agents) need the sandbox backend"
+                    .into(),
+            ));
+        }
+        let channel = self.inner.boot(Mode::Machine, network)?;
+        self.in_phase = true;
+        // Commands start once the disk's system has finished booting, as on
+        // a machine one logs into.
+        let mut settle = ExecRequest::login_shell(
+            SETTLE_SCRIPT,
+            "/",
+            vec![("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into())],
+        );
+        settle.timeout = Some(SETTLE_TIMEOUT);
+        exec::run(&channel, &settle, &CancelToken::new().map_err(|e| EnvError::io("cancel token", e))?)?;
+        if !options.sealed.is_empty() {
+            let answer = channel
+                .call(|id| Message::Seal { id, paths: options.sealed.clone() }, Vec::new(), POWER_OFF_TIMEOUT)
+                .map_err(|e| EnvError::io("sealing paths", e))?;
+            if let Message::Failed { failure, .. } = answer.message {
+                return Err(EnvError::Phase(failure.message));
+            }
+        }
+        Ok(())
+    }
+
+    fn listen_loopback(&self, port: u16) -> Result<TcpListener, EnvError> {
+        let channel = self.phase_channel()?;
+        // The harness's end is on the host's loopback at a port of its own;
+        // the guest's agent relays 127.0.0.1:`port` inside to it.
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| EnvError::io("listen on the host", e))?;
+        let addr = listener.local_addr().map_err(|e| EnvError::io("listen on the host", e))?;
+        channel.route_port(port, addr);
+        let answer = channel
+            .call(|id| Message::Listen { id, port }, Vec::new(), POWER_OFF_TIMEOUT)
+            .map_err(|e| EnvError::io(format!("listening on the machine's port {port}"), e))?;
+        if let Message::Failed { failure, .. } = answer.message {
+            return Err(EnvError::Phase(format!(
+                "listening on the machine's port {port}: {}",
+                failure.message
+            )));
+        }
+        Ok(listener)
+    }
+
+    fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
+        exec::run(&*self.phase_channel()?, req, cancel)
+    }
+
+    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+        let channel = self.phase_channel()?;
+        let watch = WATCHES.fetch_add(1, Ordering::Relaxed);
+        let answer = channel
+            .call(|id| Message::WatchAccess { id, watch }, Vec::new(), POWER_OFF_TIMEOUT)
+            .map_err(|e| EnvError::io("watching the machine's files", e))?;
+        if let Message::Failed { failure, .. } = answer.message {
+            return Err(EnvError::Phase(format!("watching the machine's files: {}", failure.message)));
+        }
+        Ok(Some(Box::new(MachineWatch { channel, watch })))
+    }
+
+    fn end_phase(&mut self) -> Result<(), EnvError> {
+        self.inner.power_off();
+        self.in_phase = false;
+        Ok(())
+    }
+
+    fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
+        if cancel.is_cancelled() {
+            return Err(EnvError::Phase("listing the environment's changes: cancelled".into()));
+        }
+        let limits = WalkLimits::default();
+        let channel = self.inner.port().map_err(|e| EnvError::io("booting the machine's disk", e))?;
+        let answer = channel
+            .call(
+                |id| Message::Changes {
+                    id,
+                    entries: limits.entries,
+                    depth: limits.depth,
+                    time_ms: limits.time.as_millis() as u64,
+                },
+                self.inner.image.listing.to_vec(),
+                limits.time + POWER_OFF_TIMEOUT,
+            )
+            .map_err(|e| EnvError::io("listing the machine's changes", e))?;
+        let found: protocol::Changes = match answer.message {
+            Message::Failed { failure, .. } => return Err(EnvError::Phase(failure.message)),
+            _ => serde_json::from_slice(&answer.data)
+                .map_err(|e| EnvError::Phase(format!("the machine's changes: {e}")))?,
+        };
+        let made = self.files.made.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let changes = found
+            .changes
+            .into_iter()
+            .filter(|(path, _)| !made.contains_key(path))
+            .map(|(path, letter)| PathChange {
+                path,
+                kind: match letter {
+                    'A' => PathChangeKind::Added,
+                    'D' => PathChangeKind::Deleted,
+                    _ => PathChangeKind::Modified,
+                },
+            })
+            .collect();
+        Ok(EnvDiff { changes, incomplete: found.incomplete })
+    }
+
+    fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {
+        self.teardown()
+    }
+}
+
+impl Drop for VmEnv {
+    fn drop(&mut self) {
+        let _ = self.teardown();
+    }
+}

@@ -1,0 +1,225 @@
+//! The vm backend, for real: QEMU (KVM where it works, else TCG), the
+//! machine image (built on first use, about a minute), the guest agent.
+//! It runs the conformance suite's contract, then what differs on a
+//! machine: a kernel of its own instead of the host's walls (the agent may
+//! mount, load modules, make namespaces: none of it reaches the host), the
+//! host's neighbours kept out by the routes of QEMU's namespace, power-off
+//! between phases, and host directories not shown yet.
+
+mod conformance;
+
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, OnceLock};
+
+use cleanroom_env::vm::VmBackend;
+use cleanroom_env::{
+    image, AccessWatch, Backend, CancelToken, EnvDiff, EnvError, EnvSpec, Environment, ExecOutcome,
+    ExecRequest, ExitStatus, Files, HostMount, Limits, Needs, Network, PhaseOptions, PreparedImage,
+    SweepReport, Unmet,
+};
+use conformance::{host_processes_with, processes_inside, sh, spec};
+
+fn home() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cleanroom-vm-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn backend() -> &'static OneAtATime {
+    static BACKEND: OnceLock<OneAtATime> = OnceLock::new();
+    BACKEND.get_or_init(|| {
+        let backend = VmBackend::new(&home()).unwrap();
+        backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("machine image");
+        OneAtATime(backend)
+    })
+}
+
+/// The backend, with one machine at a time: under TCG on a small host,
+/// machines that share its cores can starve each other's boot, and the
+/// suite tests the backend, not the host's capacity.
+struct OneAtATime(VmBackend);
+
+static BUSY: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+struct Turn;
+
+impl Turn {
+    fn take() -> Turn {
+        let mut busy = BUSY.0.lock().unwrap_or_else(|p| p.into_inner());
+        while *busy {
+            busy = BUSY.1.wait(busy).unwrap_or_else(|p| p.into_inner());
+        }
+        *busy = true;
+        Turn
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        *BUSY.0.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        BUSY.1.notify_one();
+    }
+}
+
+impl Backend for OneAtATime {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
+        self.0.unmet(needs)
+    }
+    fn prepare_images(
+        &self,
+        names: &[&str],
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Vec<PreparedImage>, EnvError> {
+        self.0.prepare_images(names, progress)
+    }
+    fn sweep(&self) -> Result<SweepReport, EnvError> {
+        self.0.sweep()
+    }
+    fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
+        let turn = Turn::take();
+        Ok(Box::new(Held { env: self.0.create(spec)?, _turn: turn }))
+    }
+}
+
+struct Held {
+    env: Box<dyn Environment>,
+    _turn: Turn,
+}
+
+impl Environment for Held {
+    fn id(&self) -> &str {
+        self.env.id()
+    }
+    fn limits(&self) -> Limits {
+        self.env.limits()
+    }
+    fn files(&self) -> &dyn Files {
+        self.env.files()
+    }
+    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
+        self.env.begin_phase_with(network, options)
+    }
+    fn listen_loopback(&self, port: u16) -> Result<std::net::TcpListener, EnvError> {
+        self.env.listen_loopback(port)
+    }
+    fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
+        self.env.exec(req, cancel)
+    }
+    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+        self.env.watch_access()
+    }
+    fn end_phase(&mut self) -> Result<(), EnvError> {
+        self.env.end_phase()
+    }
+    fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
+        self.env.diff(cancel)
+    }
+    fn destroy(self: Box<Self>) -> Result<(), EnvError> {
+        let Held { env, _turn } = *self;
+        env.destroy()
+    }
+}
+
+conformance::conformance_tests!(backend);
+
+fn env() -> Box<dyn Environment> {
+    backend().create(&spec()).expect("create environment")
+}
+
+#[test]
+fn the_agent_is_root_of_a_kernel_of_its_own_and_none_of_it_reaches_the_host() {
+    let host_hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host_mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count();
+    let mut env = env();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    // What the sandbox's walls refuse, a machine allows: it is the
+    // agent's own kernel.
+    for allowed in [
+        "mount -t tmpfs none /mnt && touch /mnt/x",
+        "modprobe dummy && grep -q '^dummy ' /proc/modules",
+        "unshare -Urm true",
+        "echo other > /proc/sys/kernel/hostname",
+        "ip link set lo down && ip link set lo up",
+        "test -b /dev/vda",
+    ] {
+        let (status, out) = sh(env.as_ref(), allowed);
+        assert_eq!(status, ExitStatus::Exited(0), "`{allowed}` failed in the machine: {out}");
+    }
+    let (_, cmdline) = sh(env.as_ref(), "cat /proc/cmdline");
+    assert!(cmdline.contains("cleanroom.mode=machine"), "{cmdline}");
+    let (_, init) = sh(env.as_ref(), "cat /proc/1/comm");
+    assert_eq!(init.trim(), "systemd");
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), host_hostname);
+    assert_eq!(std::fs::read_to_string("/proc/self/mountinfo").unwrap().lines().count(), host_mounts);
+    env.destroy().unwrap();
+}
+
+#[test]
+fn ending_a_phase_powers_the_machine_off() {
+    let mut env = env();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let marker = format!("cleanroom-powered-off-{}", std::process::id());
+    let (status, out) = sh(
+        env.as_ref(),
+        &format!(
+            "modprobe dummy && echo kept > /dev/shm/in-memory && (exec -a {marker} sleep 1000 &) && echo ok"
+        ),
+    );
+    assert!(status.success(), "{out}");
+    assert_eq!(processes_inside(env.as_ref(), &marker), 1);
+    env.end_phase().unwrap();
+    assert!(host_processes_with(env.id()).is_empty(), "QEMU still runs after the phase");
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (_, out) = sh(env.as_ref(), "grep -c '^dummy ' /proc/modules; ls /dev/shm; cut -d. -f1 /proc/uptime");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "0", "a module outlived the power-off: {out}");
+    assert_eq!(lines.len(), 2, "memory outlived the power-off: {out}");
+    assert!(lines[1].parse::<u64>().unwrap() < 120, "not a fresh boot: {out}");
+    assert_eq!(processes_inside(env.as_ref(), &marker), 0);
+    env.destroy().unwrap();
+}
+
+#[test]
+fn the_hosts_neighbours_are_unroutable_from_qemus_namespace() {
+    let mut env = env();
+    env.begin_phase(Network::Outbound).unwrap();
+    let qemu = host_processes_with(env.id())
+        .into_iter()
+        .find(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("qemu")))
+        .expect("QEMU runs");
+    let routes = std::process::Command::new("nsenter")
+        .arg(format!("--net=/proc/{qemu}/ns/net"))
+        .args(["ip", "-o", "route", "show", "type", "prohibit"])
+        .output()
+        .unwrap();
+    let routes = String::from_utf8_lossy(&routes.stdout);
+    assert!(routes.contains("169.254.0.0/16"), "{routes}");
+    // The guest itself has only QEMU's network: nothing of the host's.
+    let (_, inside) = sh(env.as_ref(), "ip -o -4 addr show scope global");
+    assert!(inside.contains("10.0.2.15/24"), "{inside}");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn host_directories_are_not_shown_in_a_machine_yet() {
+    let mut env = env();
+    let mount = HostMount { host: std::env::temp_dir(), path: "/opt/agent".into() };
+    let err = env
+        .begin_phase_with(Network::LoopbackOnly, &PhaseOptions { mounts: vec![mount], ..Default::default() })
+        .unwrap_err();
+    assert!(err.to_string().contains("need the sandbox backend"), "{err}");
+    env.destroy().unwrap();
+}
+
+#[test]
+fn destroy_removes_the_machines_directory() {
+    let mut env = env();
+    let id = env.id().to_string();
+    env.begin_phase(Network::Outbound).unwrap();
+    env.destroy().unwrap();
+    assert!(!home().join("vm-envs").join(&id).exists(), "the disk overlay or socket stayed behind");
+    assert!(host_processes_with(&id).is_empty());
+}
