@@ -167,18 +167,6 @@ fn third_party_tasks_run_unchanged() {
 
 #[test]
 fn adversarial_agents_never_pass() {
-    adversarial_agents_never_pass_on("sandbox");
-}
-
-/// On a machine the agent is root of its own kernel: of the walls probed,
-/// only those in front of the host must hold (docs/backends.md).
-#[test]
-fn adversarial_agents_never_pass_on_a_machine() {
-    adversarial_agents_never_pass_on("vm");
-}
-
-fn adversarial_agents_never_pass_on(backend: &str) {
-    let out = temp_out(&format!("adversarial-{backend}"));
     let agents = [
         "search-verifier",
         "plant-outputs",
@@ -187,6 +175,26 @@ fn adversarial_agents_never_pass_on(backend: &str) {
         "probe-walls",
         "verify-hooks",
     ];
+    adversarial_agents_never_pass_on("sandbox", &agents);
+}
+
+/// On a machine the agent is root of its own kernel: of the walls probed,
+/// only those in front of the host must hold (docs/backends.md). The
+/// agents that attack what is particular to a backend (the hidden
+/// verifier's files, forged outputs, processes that outlive the phase, the
+/// walls); the verify phase's shell hygiene (replace-tools, verify-hooks)
+/// is the pipeline's own, the same on every backend, and each trial of a
+/// machine under TCG costs minutes.
+#[test]
+fn adversarial_agents_never_pass_on_a_machine() {
+    adversarial_agents_never_pass_on(
+        "vm",
+        &["search-verifier", "plant-outputs", "detached-tamper", "probe-walls"],
+    );
+}
+
+fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
+    let out = temp_out(&format!("adversarial-{backend}"));
     let mut args = vec![
         "--tasks".to_string(),
         fixtures("tests/fixtures/tasks-adversarial"),
@@ -195,7 +203,7 @@ fn adversarial_agents_never_pass_on(backend: &str) {
         "--backend".into(),
         backend.into(),
     ];
-    for a in agents {
+    for a in agents.iter().copied() {
         args.push("--agent".into());
         args.push(format!("script:{}", fixtures(&format!("tests/fixtures/agents/{a}.sh"))));
     }
@@ -237,13 +245,17 @@ fn adversarial_agents_never_pass_on(backend: &str) {
         .filter(|l| backend != "vm" || host_facing(l))
         .collect();
     assert!(open.is_empty(), "walls that did not hold:\n{}", open.join("\n"));
-    let hooks = by_agent(&results, "script-verify-hooks-sh")[0];
-    let verify_log = trial_file(&run_dir, hooks, "verify.log");
-    assert!(verify_log.contains("WRAPPER-RAN"), "the replaced tool ran in verification: {verify_log}");
-    for forbidden in ["HOOK-RAN", "TAMPER-WORKED"] {
-        assert!(!verify_log.contains(forbidden), "an agent's hook acted inside verification:\n{verify_log}");
+    if let Some(hooks) = by_agent(&results, "script-verify-hooks-sh").first() {
+        let verify_log = trial_file(&run_dir, hooks, "verify.log");
+        assert!(verify_log.contains("WRAPPER-RAN"), "the replaced tool ran in verification: {verify_log}");
+        for forbidden in ["HOOK-RAN", "TAMPER-WORKED"] {
+            assert!(
+                !verify_log.contains(forbidden),
+                "an agent's hook acted inside verification:\n{verify_log}"
+            );
+        }
+        assert_eq!(hooks["tampered"], serde_json::json!([]), "{verify_log}");
     }
-    assert_eq!(hooks["tampered"], serde_json::json!([]), "{verify_log}");
     assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), hostname_before);
     if let Some(pid) = run_pid(&run_dir) {
         assert_nothing_left(pid);
@@ -1002,4 +1014,27 @@ fn tasks_check_refuses_a_mutation_whose_text_the_artifact_lacks() {
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     assert!(text(&output)
         .contains("[[mutation]] 1 of checks.toml: the artifact's qwell.f holds its text 0 times"));
+}
+
+#[test]
+fn a_task_that_needs_a_machine_is_skipped_by_the_sandbox_with_why() {
+    let out = temp_out("machine-on-sandbox");
+    let tasks = fixtures("tasks");
+    let args =
+        ["--tasks", &tasks, "--task", "kmod-listsort-comparisons", "--task", "cachesrv-clock-hitratio"];
+    let (output, run_dir) = run(&out, &[&args[..], &["--agent", "nop", "--backend", "sandbox"]].concat());
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert_eq!(r["outcome"], "skipped", "{r}");
+        let why = r["skip_reason"].as_str().unwrap();
+        assert!(why.starts_with("machine") && why.contains("--backend vm"), "{why}");
+    }
+    // tasks check says so too, and holds nothing against the task.
+    let kmod = format!("{tasks}/kmod-listsort-comparisons");
+    let check = cleanroom().args(["tasks", "check", &kmod, "--backend", "sandbox"]).output().unwrap();
+    let report = text(&check);
+    assert!(check.status.success(), "{report}");
+    assert!(report.contains("warning: not run on the sandbox backend: machine"), "{report}");
 }

@@ -191,18 +191,26 @@ pub struct Needs {
     pub qemu: bool,
     /// Outbound network during the agent's phase.
     pub network: bool,
+    /// A machine of its own: a kernel to load modules into, systemd,
+    /// Docker inside (`environment.machine`).
+    pub machine: bool,
 }
 
 impl Needs {
     pub fn new(gpus: u32, qemu: bool, network: bool) -> Needs {
-        Needs { gpus, qemu, network }
+        Needs { gpus, qemu, network, machine: false }
+    }
+
+    /// These needs, and a machine of its own when `machine`.
+    pub fn with_machine(self, machine: bool) -> Needs {
+        Needs { machine, ..self }
     }
 }
 
 /// A need a backend cannot meet, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unmet {
-    /// The field of [`Needs`]: `gpus`, `qemu`, `network`.
+    /// The field of [`Needs`]: `gpus`, `qemu`, `network`, `machine`.
     pub need: &'static str,
     pub why: String,
 }

@@ -131,7 +131,7 @@ struct State {
 }
 
 /// The fields of [`Needs`], as [`Unmet::need`] names them.
-const NEEDS: [&str; 3] = ["gpus", "qemu", "network"];
+const NEEDS: [&str; 4] = ["gpus", "qemu", "network", "machine"];
 
 impl FakeBackend {
     /// Environments are made under `home`; `script` answers every command.
@@ -259,7 +259,7 @@ impl Backend for FakeBackend {
     }
 
     fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
-        let asked = [needs.gpus > 0, needs.qemu, needs.network];
+        let asked = [needs.gpus > 0, needs.qemu, needs.network, needs.machine];
         let lacking = &self.state().lacking;
         NEEDS
             .iter()

@@ -84,6 +84,15 @@ impl Flavour {
         }
     }
 
+    /// Names what this flavour adds to a recipe, changed whenever that
+    /// changes (the sandbox adds nothing).
+    pub fn recipe(self) -> &'static str {
+        match self {
+            Flavour::Sandbox => "",
+            Flavour::Machine => crate::vm::image::RECIPE,
+        }
+    }
+
     /// Packages added to the recipe's.
     fn packages(self) -> &'static [&'static str] {
         match self {
@@ -123,6 +132,10 @@ pub struct ImageInfo {
     pub created: String,
     /// The version of cleanroom that built it.
     pub tool_version: String,
+    /// What was built beyond the recipe's packages ([`Flavour::recipe`]):
+    /// an image of another recipe is rebuilt on its next use.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub flavour_recipe: String,
 }
 
 /// A built base image.
@@ -219,6 +232,9 @@ fn lookup_in(home: &Path, name: &str, flavour: Flavour) -> Result<Option<Image>,
     if info.name != name {
         return Err(damaged(format!("it describes image `{}`", info.name)));
     }
+    if info.flavour_recipe != flavour.recipe() {
+        return Ok(None);
+    }
     let root = dir.join("rootfs");
     if !root.is_dir() {
         return Err(EnvError::NoImage(root));
@@ -295,6 +311,7 @@ fn build_in(
         digest: digest.clone(),
         created: crate::time::rfc3339_utc_now(),
         tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        flavour_recipe: flavour.recipe().to_owned(),
     };
     let json = tmp.join("image.json");
     let mut text = serde_json::to_string_pretty(&info).expect("ImageInfo serializes");

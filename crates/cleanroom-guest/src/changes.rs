@@ -48,7 +48,7 @@ pub fn against(
             let Ok(meta) = std::fs::symlink_metadata(root.join(path.trim_start_matches('/'))) else {
                 continue;
             };
-            let kind = kind_of(&meta);
+            let kind = EntryKind::of(meta.file_type());
             let now = Listed {
                 path: path.clone(),
                 kind,
@@ -92,17 +92,4 @@ pub fn against(
     }
     changes.changes.sort();
     changes
-}
-
-fn kind_of(meta: &std::fs::Metadata) -> EntryKind {
-    let ft = meta.file_type();
-    if ft.is_dir() {
-        EntryKind::Dir
-    } else if ft.is_file() {
-        EntryKind::File
-    } else if ft.is_symlink() {
-        EntryKind::Symlink
-    } else {
-        EntryKind::Other
-    }
 }

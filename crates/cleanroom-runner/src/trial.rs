@@ -208,10 +208,11 @@ fn run(
 }
 
 /// What `task` needs of a backend's machines.
-fn needs(task: &Task) -> Needs {
+pub(crate) fn needs(task: &Task) -> Needs {
     let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
     let gpus = if needs_gpu { task.spec.environment.gpus.max(1) } else { 0 };
     Needs::new(gpus, task.spec.task.qemu, task.spec.environment.network)
+        .with_machine(task.spec.environment.machine)
 }
 
 /// Adds `tag`, or its evidence to the tag of that name already there.

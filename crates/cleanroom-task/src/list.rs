@@ -134,10 +134,15 @@ fn render_table(tasks: &[Task]) -> String {
         .iter()
         .map(|t| {
             let s = &t.spec;
-            let needs: Vec<&str> = [("legacy", s.task.legacy), ("gpu", s.task.gpu), ("qemu", s.task.qemu)]
-                .into_iter()
-                .filter_map(|(n, on)| on.then_some(n))
-                .collect();
+            let needs: Vec<&str> = [
+                ("legacy", s.task.legacy),
+                ("gpu", s.task.gpu),
+                ("qemu", s.task.qemu),
+                ("machine", s.environment.machine),
+            ]
+            .into_iter()
+            .filter_map(|(n, on)| on.then_some(n))
+            .collect();
             [
                 t.id.clone(),
                 s.task.domain.as_str().to_owned(),

@@ -172,6 +172,9 @@ pub struct Environment {
     pub disk_mb: u64,
     pub network: bool,
     pub gpus: u32,
+    /// **[cleanroom]** A machine of its own (a kernel, systemd): backends
+    /// that share the host's kernel skip the task.
+    pub machine: bool,
 }
 
 impl Default for Environment {
@@ -183,6 +186,7 @@ impl Default for Environment {
             disk_mb: 20480,
             network: true,
             gpus: 0,
+            machine: false,
         }
     }
 }

@@ -57,7 +57,7 @@ const SOURCE_KEYS: &[(&str, &[&str])] = &[
     ("crate", &["crate", "version", "sha256"]),
     ("debian-source", &["package", "version", "mirror", "sha256"]),
 ];
-const ENVIRONMENT_KEYS: &[&str] = &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus"];
+const ENVIRONMENT_KEYS: &[&str] = &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus", "machine"];
 const AGENT_KEYS: &[&str] = &["timeout_sec"];
 const EXPERIMENT_KEYS: &[&str] = &["command", "outputs"];
 const ORACLE_KEYS: &[&str] = &["timeout_sec"];
@@ -512,6 +512,7 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
     let disk_mb = int_or(r, tab, "disk_mb", 1, d.disk_mb);
     let network = bool_or(r, tab, "network", d.network);
     let gpus = int_or(r, tab, "gpus", 0, d.gpus as u64);
+    let machine = bool_or(r, tab, "machine", d.machine);
     Some(Environment {
         image: image?,
         cpus: cpus?.min(u32::MAX as u64) as u32,
@@ -519,6 +520,7 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
         disk_mb: disk_mb?,
         network: network?,
         gpus: gpus?.min(u32::MAX as u64) as u32,
+        machine: machine?,
     })
 }
 

@@ -369,3 +369,32 @@ fn collect_crts(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+#[test]
+fn a_machine_image_of_another_recipe_is_not_found() {
+    let home = TempHome::new("recipe");
+    let dir = home.0.join("images").join(Flavour::Machine.dir_name(DEFAULT_IMAGE));
+    std::fs::create_dir_all(dir.join("rootfs")).unwrap();
+    let mut info = ImageInfo {
+        name: DEFAULT_IMAGE.into(),
+        suite: "bookworm".into(),
+        variant: "minbase".into(),
+        mirror: "http://mirror.example/debian".into(),
+        digest: "sha256:0".into(),
+        created: "2026-12-01T00:00:00.000Z".into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        flavour_recipe: "machine-0".into(),
+    };
+    std::fs::write(dir.join("image.json"), serde_json::to_string(&info).unwrap()).unwrap();
+    assert!(
+        lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Machine).unwrap().is_none(),
+        "an old recipe is rebuilt"
+    );
+    info.flavour_recipe = Flavour::Machine.recipe().into();
+    std::fs::write(dir.join("image.json"), serde_json::to_string(&info).unwrap()).unwrap();
+    assert!(lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Machine).unwrap().is_some());
+    assert!(
+        lookup_in(&home.0, DEFAULT_IMAGE, Flavour::Sandbox).unwrap().is_none(),
+        "flavours have their own images"
+    );
+}

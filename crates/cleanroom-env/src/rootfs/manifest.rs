@@ -44,6 +44,21 @@ pub enum EntryKind {
     Other,
 }
 
+impl EntryKind {
+    /// The kind of an entry as `std::fs` reports it (links not followed).
+    pub fn of(ft: std::fs::FileType) -> EntryKind {
+        if ft.is_dir() {
+            EntryKind::Dir
+        } else if ft.is_file() {
+            EntryKind::File
+        } else if ft.is_symlink() {
+            EntryKind::Symlink
+        } else {
+            EntryKind::Other
+        }
+    }
+}
+
 /// One entry of a [`Manifest`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {

@@ -90,6 +90,14 @@ impl Backend for SandboxBackend {
         if needs.gpus > 0 {
             unmet.push(Unmet { need: "gpus", why: "the sandbox backend has no GPU".into() });
         }
+        if needs.machine {
+            unmet.push(Unmet {
+                need: "machine",
+                why:
+                    "the sandbox shares the host's kernel: the task needs a machine of its own (--backend vm)"
+                        .into(),
+            });
+        }
         if needs.qemu {
             unmet.push(Unmet {
                 need: "qemu",

@@ -22,6 +22,10 @@ use crate::error::EnvError;
 use crate::rootfs::EntryKind;
 use crate::vm::protocol::{Listed, Listing};
 
+/// Changed with every change to what a machine image holds (PACKAGES,
+/// configure): an image of another recipe is rebuilt on its next use.
+pub const RECIPE: &str = "machine-1";
+
 /// What a machine has beyond the sandbox's packages.
 pub const PACKAGES: &[&str] = &["linux-image-cloud-amd64", "systemd-sysv", "kmod", "e2fsprogs", "iproute2"];
 
@@ -128,6 +132,13 @@ fn configure(rootfs: &Path) -> Result<(), EnvError> {
     std::fs::create_dir_all(&tmpfiles).map_err(io(&tmpfiles))?;
     let file = tmpfiles.join("tmp.conf");
     std::fs::write(&file, "d /tmp 1777 root root -\n").map_err(io(&file))?;
+    // What systemd-tmpfiles makes in /tmp at every boot is there already,
+    // so that the env-diff shows only what the machine's users made.
+    for dir in [".X11-unix", ".ICE-unix", ".XIM-unix", ".font-unix"] {
+        let dir = rootfs.join("tmp").join(dir);
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).map_err(io(&dir))?;
+    }
     let wants = rootfs.join("etc/systemd/system/multi-user.target.wants");
     std::fs::create_dir_all(&wants).map_err(io(&wants))?;
     let link = wants.join("systemd-networkd.service");
@@ -220,16 +231,7 @@ fn listing(rootfs: &Path, built_at: i64) -> Result<Listing, EnvError> {
     }];
     for (path, meta) in walk(rootfs)? {
         let rel = path.strip_prefix(rootfs).expect("under the root");
-        let ft = meta.file_type();
-        let kind = if ft.is_dir() {
-            EntryKind::Dir
-        } else if ft.is_file() {
-            EntryKind::File
-        } else if ft.is_symlink() {
-            EntryKind::Symlink
-        } else {
-            EntryKind::Other
-        };
+        let kind = EntryKind::of(meta.file_type());
         let link_target = (kind == EntryKind::Symlink)
             .then(|| std::fs::read_link(&path).ok().map(|t| t.to_string_lossy().into_owned()))
             .flatten();

@@ -90,8 +90,23 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
     let mut todo = Vec::new();
     // Per task: the agent ids whose trials it waits for.
     let mut expected: HashMap<String, Vec<String>> = HashMap::new();
-    for (check, battery) in checks.iter().zip(&batteries) {
-        if scope.run && check.errors() == 0 {
+    for ((check, battery), task) in checks.iter_mut().zip(&batteries).zip(input.tasks) {
+        let unmet = input.backend.unmet(&crate::trial::needs(task));
+        if scope.run && !unmet.is_empty() {
+            // Not this backend's to run: said, not held against the task.
+            for u in unmet {
+                check.findings.push(Finding {
+                    severity: Severity::Warning,
+                    message: format!(
+                        "not run on the {} backend: {}: {}",
+                        input.backend.name(),
+                        u.need,
+                        u.why
+                    ),
+                });
+            }
+            done(check);
+        } else if scope.run && check.errors() == 0 {
             let key = |agent: &str| TrialKey { task: check.task.clone(), agent_id: agent.into(), trial: 1 };
             let mut mine = vec![ORACLE.to_string(), NOP.to_string()];
             mine.extend(battery.iter().map(|s| ids[&s.label()].clone()));
