@@ -4,13 +4,15 @@
 #   2. the same isolation by hand (scripts/handmade-sandbox.sh)
 #   3. `podman run --rm ... /bin/true` with --rootfs (no registry needed)
 #   4. one `nop` trial end to end through the CLI, if it is built
+#   5. the vm backend's lifecycle (create, boot, /bin/true, power off,
+#      destroy) with the accelerator the probe picks, and with TCG
 # and prints a table. Needs root. Always exits 0 (a benchmark, not a test).
 #
 # cleanroom and hand-made samples are taken in alternating rounds and pooled,
 # so a change in machine load hits both alike.
 #
 # Env: N (samples per variant, default 50), ROUNDS (default 5), PODMAN_N (20),
-#      CLI_N (10), CARGO_TARGET_DIR (default <repo>/target), CLEANROOM_BIN
+#      CLI_N (10), VM_N (5), CARGO_TARGET_DIR (default <repo>/target), CLEANROOM_BIN
 #      (default $CARGO_TARGET_DIR/release/cleanroom, then <repo>/target/release/cleanroom),
 #      BENCH_DISK_MB / BENCH_MEMORY_MB / BENCH_PIDS_MAX (20480 / 4096 / 4096),
 #      CLEANROOM_HOME (base image location, default /var/lib/cleanroom).
@@ -171,6 +173,27 @@ elif [ -n "$CLI" ]; then
     CLI_ROW="skipped: $CLI does not support \`cleanroom run\`"
 fi
 
+# ---- 5. the vm backend ----------------------------------------------------------
+VM_N=${VM_N:-5}
+VM_ROWS=()
+if [ -n "$BENCH_BIN" ] && command -v qemu-system-x86_64 >/dev/null; then
+    vm_bench() {  # vm_bench LABEL [ACCEL]
+        log "vm backend ($1): $VM_N per variant"
+        CLEANROOM_VM_ACCEL=${2:-} BENCH_BACKEND=vm BENCH_N=$VM_N BENCH_WARMUP=1 BENCH_RAW_DIR=$RAW \
+            BENCH_RAW_PREFIX=vm-$1 "$BENCH_BIN" --bench >>"$WORK/vm.out" 2>>"$WORK/vm.err" \
+            || { log "the vm benchmark failed:"; tail -5 "$WORK/vm.err" >&2; }
+    }
+    vm_bench probed
+    picked=$(grep -o 'cleanroom vm bench ([a-z]*)' "$WORK/vm.out" | tail -1 | sed 's/.*(\(.*\))/\1/')
+    VM_ROWS+=("probed:${picked:-?}")
+    if [ "$picked" = kvm ]; then
+        vm_bench tcg tcg
+        VM_ROWS+=("tcg:tcg")
+    fi
+else
+    log "the benchmark binary or qemu-system-x86_64 missing: vm rows skipped"
+fi
+
 # ---- table --------------------------------------------------------------------
 CL=$(median "$RAW/cleanroom-loopback-total.txt")
 CO=$(median "$RAW/cleanroom-outbound-total.txt")
@@ -185,6 +208,17 @@ for v in loopback outbound; do
         line+="  $part $m ($p10-$p90)"
     done
     echo "$line  [n=$n]"
+done
+for vm in "${VM_ROWS[@]}"; do
+    label=${vm%%:*} accel=${vm#*:}
+    for v in loopback outbound; do
+        line="   $(printf '%-8s' "vm $accel $v")"
+        for part in create begin_phase exec end_phase destroy total; do
+            read -r m p10 p90 n < <(stats "$RAW/vm-$label-$v-$part.txt")
+            line+="  $part $m ($p10-$p90)"
+        done
+        echo "$line  [n=$n]"
+    done
 done
 echo
 echo "== results (median of N samples; ratio targets from DESIGN.md)"
@@ -210,6 +244,14 @@ if [ "$CLI_MED" != nan ]; then
 else
     row "nop trial via CLI" "-" "$CLI_ROW"
 fi
+for vm in "${VM_ROWS[@]}"; do
+    label=${vm%%:*} accel=${vm#*:}
+    read -r m p10 p90 n < <(stats "$RAW/vm-$label-loopback-total.txt")
+    target="target (KVM) < 2000 ms cold"
+    [ "$accel" = tcg ] && target="no target under TCG: measured"
+    row "vm backend ($accel), create + boot + /bin/true + power off + destroy (n=$n, p10 $p10, p90 $p90)" "$m" "$target"
+    row "ratio vm ($accel) / cleanroom sandbox (loopback)" "$(ratio "$m" "$CL")" ""
+done
 if grep -q FAILED_TRIALS "$WORK/hand.out" 2>/dev/null; then
     echo "   WARNING: some hand-made trials failed (not counted): $(grep -o 'handmade-[a-z]*.*FAILED_TRIALS=[0-9]*' "$WORK/hand.out" | sed 's/ median.*FAILED/ FAILED/' | tr '\n' ' ')"
 fi

@@ -15,8 +15,9 @@
 //!   under the system temp dir, removed at the end)
 //! - `BENCH_VARIANTS` comma list of `loopback`, `outbound` (default both)
 //! - `BENCH_RAW_DIR` if set, every sample (ms) is also appended, one per
-//!   line, to `<dir>/cleanroom-<variant>-<part>.txt` (scripts/bench.sh pools
-//!   several rounds this way)
+//!   line, to `<dir>/<prefix>-<variant>-<part>.txt` (scripts/bench.sh pools
+//!   several rounds this way), the prefix `BENCH_RAW_PREFIX` (default
+//!   `cleanroom`)
 //!
 //! Output: one `RESULT` line per variant and part, easy to grep:
 //! `RESULT <variant> <part> median_ms=.. p10_ms=.. p90_ms=..`
@@ -159,7 +160,8 @@ fn main() {
             let dir = PathBuf::from(dir);
             std::fs::create_dir_all(&dir).expect("BENCH_RAW_DIR");
             for (i, part) in PARTS.iter().enumerate() {
-                let path = dir.join(format!("cleanroom-{variant}-{part}.txt"));
+                let prefix = std::env::var("BENCH_RAW_PREFIX").unwrap_or_else(|_| "cleanroom".into());
+                let path = dir.join(format!("{prefix}-{variant}-{part}.txt"));
                 let mut f =
                     std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("raw file");
                 for v in &s.parts[i] {

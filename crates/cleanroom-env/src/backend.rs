@@ -55,7 +55,8 @@ pub struct ExecRequest {
     /// The complete environment of the process: nothing of the host leaks in.
     pub env: Vec<(String, String)>,
     /// Wall-clock limit; on expiry the process group gets TERM, then KILL
-    /// after `grace`.
+    /// after `grace` or as soon as the command has ended, whichever comes
+    /// first: nothing of it outlives the timeout.
     pub timeout: Option<Duration>,
     pub grace: Duration,
     /// Most bytes of each output stream kept (half head, half tail).

@@ -1,7 +1,8 @@
 use std::path::PathBuf;
 
 /// Why an environment could not be made, used or removed. These are
-/// infrastructure failures: a trial that meets one ends as `infra_error`.
+/// infrastructure failures: a trial that meets one ends as `infra_error`,
+/// but for [`EnvError::Broken`].
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
     #[error("{what}: {source}")]
@@ -24,6 +25,10 @@ pub enum EnvError {
     UnknownBackend { name: String, available: String },
     #[error("{0}")]
     Phase(String),
+    /// What ran in the environment broke it (a machine whose disk no longer
+    /// mounts): the trial fails, it is no infrastructure error.
+    #[error("the environment was broken by what ran in it: {0}")]
+    Broken(String),
     /// A base image name that `image::IMAGES` does not define (bad input).
     #[error("unknown image `{name}` (known images: {known})")]
     UnknownImage { name: String, known: String },

@@ -223,3 +223,19 @@ fn destroy_removes_the_machines_directory() {
     assert!(!home().join("vm-envs").join(&id).exists(), "the disk overlay or socket stayed behind");
     assert!(host_processes_with(&id).is_empty());
 }
+
+/// Root of its own machine, the agent can wreck its disk; the next boot's
+/// failure is then the environment's breakage, not the harness's.
+#[test]
+fn a_disk_the_agent_wrecked_is_its_breakage_not_an_infrastructure_error() {
+    let mut env = env();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "dd if=/dev/zero of=/dev/vda bs=1M count=16 conv=fsync 2>&1");
+    assert!(status.success(), "{out}");
+    env.end_phase().unwrap();
+    let err = env.begin_phase(Network::LoopbackOnly).unwrap_err();
+    assert!(matches!(err, EnvError::Broken(_)), "{err}");
+    let err = env.diff(&CancelToken::new().unwrap()).unwrap_err();
+    assert!(matches!(err, EnvError::Broken(_)), "{err}");
+    env.destroy().unwrap();
+}

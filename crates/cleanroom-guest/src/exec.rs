@@ -198,20 +198,23 @@ fn run(
         }
         Some(Event::Kill) => {
             kill_all(libc::SIGKILL);
-            Status::Killed
+            (Status::Killed, false)
         }
         None => {
+            // TERM first; after the grace, whatever is left of the tree
+            // (the command itself, or what it started) is killed.
             kill_all(libc::SIGTERM);
-            if !matches!(rx.recv_timeout(req.grace), Ok(Event::Exited(_))) {
-                kill_all(libc::SIGKILL);
-            }
-            Status::TimedOut
+            let exited = matches!(rx.recv_timeout(req.grace), Ok(Event::Exited(_)));
+            kill_all(libc::SIGKILL);
+            (Status::TimedOut, exited)
         }
     };
+    let (status, mut exited) = status;
     // Wait for the command itself; the cgroup's kill has ended the rest.
-    while let Ok(event) = rx.recv() {
-        if let Event::Exited(_) = event {
-            break;
+    while !exited {
+        match rx.recv() {
+            Ok(Event::Exited(_)) | Err(_) => exited = true,
+            Ok(Event::Kill) => {}
         }
     }
     status

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
-use cleanroom_env::{EnvError, EnvSpec, Globs, Needs, Network, PhaseOptions, WalkLimits};
+use cleanroom_env::{EnvDiff, EnvError, EnvSpec, Globs, Needs, Network, PhaseOptions, WalkLimits};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
 use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Verdict};
@@ -142,7 +142,12 @@ fn run(
     phase(Phase::Verify);
     let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
-    let diff = env.diff(&input.cancel)?;
+    let diff = match env.diff(&input.cancel) {
+        // The agent broke the machine: the record says so, the trial goes on
+        // to fail.
+        Err(EnvError::Broken(why)) => EnvDiff { changes: Vec::new(), incomplete: Some(why) },
+        other => other?,
+    };
     files.push(file("env-diff.txt", env_diff::render(&diff, dest).into_bytes()));
     let Ok(after) =
         env.files().manifest_against(dest, &staged.manifest, WalkLimits::default(), &input.cancel)
@@ -173,6 +178,10 @@ fn run(
         Err(e) if is_disk_full(&e) => {
             record.error =
                 Some(format!("verification could not start: the environment's disk is full ({e})"));
+            None
+        }
+        Err(EnvError::Broken(why)) => {
+            record.error = Some(format!("verification could not run: {why}"));
             None
         }
         Err(e) => return Err(e),

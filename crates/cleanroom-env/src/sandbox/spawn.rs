@@ -444,6 +444,10 @@ impl Waiter {
                     stderr.push(b)
                 });
                 drain(report_r.as_raw_fd(), &mut buf, |b| report.extend_from_slice(b));
+                if let Phase::Terminating { .. } = phase {
+                    // Ended by its TERM: what is left of its group goes now.
+                    signal_group(group, self.child.pid, libc::SIGKILL);
+                }
                 let mut wstatus = 0;
                 // SAFETY: reaping our own child.
                 unsafe { libc::waitpid(self.child.pid, &mut wstatus, 0) };

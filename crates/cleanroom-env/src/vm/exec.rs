@@ -56,12 +56,21 @@ pub fn run(channel: &Channel, req: &ExecRequest, cancel: &CancelToken) -> Result
             }
             Ok(Frame { message: Message::Exited { status, .. }, .. }) => break Some(status),
             Ok(_) => {}
+            // The agent is stopped or starved by what runs in the machine
+            // (the agent's own doing): the command timed out; the phase's
+            // power-off ends it all.
             Err(RecvTimeoutError::Timeout) => {
                 channel.forget(id);
-                return Err(EnvError::Phase(format!(
-                    "the machine's agent did not end a command {}s after its timeout",
+                let note = format!(
+                    "\n[cleanroom: the machine's agent did not end the command {}s after its timeout]\n",
                     (req.grace + SLACK).as_secs()
-                )));
+                );
+                outcome.stderr.push(note.as_bytes());
+                outcome.combined.push(note.as_bytes());
+                outcome.status = ExitStatus::TimedOut;
+                outcome.duration = started.elapsed();
+                let _ = watcher.stop();
+                return Ok(outcome);
             }
             Err(RecvTimeoutError::Disconnected) => break None,
         }

@@ -217,6 +217,9 @@ struct Inner {
     pids_max: u64,
     resolv_conf: PathBuf,
     booted: Mutex<Option<Booted>>,
+    /// A phase has run: from then on a machine that does not boot, or an
+    /// agent that stops answering between phases, is the disk's doing.
+    phase_ran: std::sync::atomic::AtomicBool,
 }
 
 impl Inner {
@@ -259,9 +262,12 @@ impl Inner {
             Err(e) => {
                 let console = machine.console();
                 drop(machine);
-                return Err(EnvError::Phase(format!(
-                    "the machine did not boot: {e}; its console ended:\n{console}"
-                )));
+                let why = format!("the machine did not boot: {e}; its console ended:\n{console}");
+                return Err(if self.phase_ran.load(Ordering::SeqCst) {
+                    EnvError::Broken(why)
+                } else {
+                    EnvError::Phase(why)
+                });
             }
         };
         *booted = Some(Booted { machine, channel: channel.clone() });
@@ -343,6 +349,7 @@ impl VmEnv {
             pids_max: spec.pids_max,
             resolv_conf,
             booted: Mutex::new(None),
+            phase_ran: std::sync::atomic::AtomicBool::new(false),
         });
         let files = MachineFiles { port: inner.clone(), made: Mutex::default() };
         Ok(VmEnv { id, inner, files, in_phase: false })
@@ -451,6 +458,7 @@ impl Environment for VmEnv {
 
     fn end_phase(&mut self) -> Result<(), EnvError> {
         self.inner.power_off();
+        self.inner.phase_ran.store(true, Ordering::SeqCst);
         self.in_phase = false;
         Ok(())
     }
@@ -460,7 +468,12 @@ impl Environment for VmEnv {
             return Err(EnvError::Phase("listing the environment's changes: cancelled".into()));
         }
         let limits = WalkLimits::default();
-        let channel = self.inner.port().map_err(|e| EnvError::io("booting the machine's disk", e))?;
+        let broken = |what: &str, e: io::Error| match e.into_inner().map(|inner| inner.downcast::<EnvError>()) {
+            Some(Ok(env_error)) => *env_error,
+            Some(Err(other)) => EnvError::Broken(format!("{what}: {other}")),
+            None => EnvError::Broken(what.to_string()),
+        };
+        let channel = self.inner.port().map_err(|e| broken("booting the machine's disk", e))?;
         let answer = channel
             .call(
                 |id| Message::Changes {
@@ -472,7 +485,7 @@ impl Environment for VmEnv {
                 self.inner.image.listing.to_vec(),
                 limits.time + POWER_OFF_TIMEOUT,
             )
-            .map_err(|e| EnvError::io("listing the machine's changes", e))?;
+            .map_err(|e| broken("listing the machine's changes", e))?;
         let found: protocol::Changes = match answer.message {
             Message::Failed { failure, .. } => return Err(EnvError::Phase(failure.message)),
             _ => serde_json::from_slice(&answer.data)

@@ -253,6 +253,20 @@ pub fn timeouts_and_cancellation_kill_the_command(backend: &dyn Backend) {
     let out = env.exec(&req, &CancelToken::new().unwrap()).unwrap();
     assert_eq!(out.status, ExitStatus::TimedOut);
     assert!(out.duration < Duration::from_secs(20));
+    // One that TERM ends within the grace, leaving a child that ignores it:
+    // the command's end is reported, and the child is killed after the grace.
+    let marker = format!("cleanroom-term-child-{}", std::process::id());
+    let mut req = ExecRequest::login_shell(
+        &format!("(trap '' TERM; exec -a {marker} sleep 1000) & sleep 1000"),
+        "/",
+        vec![],
+    );
+    req.timeout = Some(Duration::from_millis(300));
+    req.grace = Duration::from_millis(500);
+    let out = env.exec(&req, &CancelToken::new().unwrap()).unwrap();
+    assert_eq!(out.status, ExitStatus::TimedOut);
+    assert!(out.duration < Duration::from_secs(20));
+    assert_eq!(processes_inside(env.as_ref(), &marker), 0, "the command's child outlived its timeout");
 
     let cancel = CancelToken::new().unwrap();
     cancel.cancel();
