@@ -98,12 +98,6 @@ impl Backend for SandboxBackend {
                         .into(),
             });
         }
-        if needs.qemu {
-            unmet.push(Unmet {
-                need: "qemu",
-                why: "the sandbox backend does not boot virtual machines".into(),
-            });
-        }
         unmet
     }
 

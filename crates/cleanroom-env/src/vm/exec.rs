@@ -55,6 +55,10 @@ pub fn run(channel: &Channel, req: &ExecRequest, cancel: &CancelToken) -> Result
                 outcome.combined.push(&data);
             }
             Ok(Frame { message: Message::Exited { status, .. }, .. }) => break Some(status),
+            Ok(Frame { message: Message::Failed { failure, .. }, .. }) => {
+                let _ = watcher.stop();
+                return Err(EnvError::Phase(format!("the machine's agent refused the command: {}", failure.message)));
+            }
             Ok(_) => {}
             // The agent is stopped or starved by what runs in the machine
             // (the agent's own doing): the command timed out; the phase's

@@ -230,6 +230,11 @@ impl Inner {
     /// Boots the disk in `mode`, after powering off what runs.
     fn boot(&self, mode: Mode, network: Network) -> Result<Arc<Channel>, EnvError> {
         let mut booted = self.booted.lock().unwrap_or_else(|p| p.into_inner());
+        self.boot_in(&mut booted, mode, network)
+    }
+
+    /// [`Inner::boot`], with the machine's slot locked by the caller.
+    fn boot_in(&self, booted: &mut Option<Booted>, mode: Mode, network: Network) -> Result<Arc<Channel>, EnvError> {
         if let Some(old) = booted.take() {
             power_off(old);
         }
@@ -287,10 +292,12 @@ impl Inner {
 
 impl Port for Inner {
     fn port(&self) -> io::Result<Arc<Channel>> {
-        if let Some(channel) = self.channel() {
-            return Ok(channel);
+        // Looked at and booted under one lock: two callers never boot twice.
+        let mut booted = self.booted.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = booted.as_ref() {
+            return Ok(b.channel.clone());
         }
-        self.boot(Mode::Service, Network::LoopbackOnly).map_err(io::Error::other)
+        self.boot_in(&mut booted, Mode::Service, Network::LoopbackOnly).map_err(io::Error::other)
     }
 }
 
