@@ -203,7 +203,7 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
         "--backend".into(),
         backend.into(),
     ];
-    for a in agents.iter().copied() {
+    for a in agents {
         args.push("--agent".into());
         args.push(format!("script:{}", fixtures(&format!("tests/fixtures/agents/{a}.sh"))));
     }

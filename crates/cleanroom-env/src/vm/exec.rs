@@ -57,7 +57,10 @@ pub fn run(channel: &Channel, req: &ExecRequest, cancel: &CancelToken) -> Result
             Ok(Frame { message: Message::Exited { status, .. }, .. }) => break Some(status),
             Ok(Frame { message: Message::Failed { failure, .. }, .. }) => {
                 let _ = watcher.stop();
-                return Err(EnvError::Phase(format!("the machine's agent refused the command: {}", failure.message)));
+                return Err(EnvError::Phase(format!(
+                    "the machine's agent refused the command: {}",
+                    failure.message
+                )));
             }
             Ok(_) => {}
             // The agent is stopped or starved by what runs in the machine

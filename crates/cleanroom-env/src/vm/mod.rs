@@ -23,6 +23,7 @@ mod initramfs;
 pub mod protocol;
 mod qemu;
 mod sweep;
+mod watch;
 
 use std::collections::HashMap;
 use std::io;
@@ -33,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::access::{AccessWatch, Accessed};
+use crate::access::AccessWatch;
 use crate::backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Needs, Network,
     PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
@@ -65,7 +66,7 @@ while :; do
   sleep 0.1
 done";
 /// How long a machine may take to power off once asked.
-const POWER_OFF_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const POWER_OFF_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A machine image, ready to boot.
 #[derive(Clone)]
@@ -172,34 +173,6 @@ impl Backend for VmBackend {
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
-static WATCHES: AtomicU64 = AtomicU64::new(1);
-
-/// An access watch run by the machine's agent (fanotify on its disk): it
-/// sees every process of the machine, as the sandbox's sees every process
-/// of the phase.
-struct MachineWatch {
-    channel: Arc<Channel>,
-    watch: u64,
-}
-
-impl AccessWatch for MachineWatch {
-    fn finish(self: Box<Self>) -> Accessed {
-        let watch = self.watch;
-        let answer =
-            self.channel.call(|id| Message::FinishWatch { id, watch }, Vec::new(), POWER_OFF_TIMEOUT);
-        let seen = answer.map_err(|e| e.to_string()).and_then(|frame| match frame.message {
-            Message::Failed { failure, .. } => Err(failure.message),
-            _ => serde_json::from_slice::<protocol::Seen>(&frame.data).map_err(|e| e.to_string()),
-        });
-        match seen {
-            Ok(seen) => seen.accessed(),
-            Err(why) => Accessed {
-                files: Default::default(),
-                incomplete: Some(format!("the machine's agent: {why}")),
-            },
-        }
-    }
-}
 
 /// A machine that runs now, and the agent's port to it.
 struct Booted {
@@ -234,7 +207,12 @@ impl Inner {
     }
 
     /// [`Inner::boot`], with the machine's slot locked by the caller.
-    fn boot_in(&self, booted: &mut Option<Booted>, mode: Mode, network: Network) -> Result<Arc<Channel>, EnvError> {
+    fn boot_in(
+        &self,
+        booted: &mut Option<Booted>,
+        mode: Mode,
+        network: Network,
+    ) -> Result<Arc<Channel>, EnvError> {
         if let Some(old) = booted.take() {
             power_off(old);
         }
@@ -453,14 +431,14 @@ impl Environment for VmEnv {
 
     fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
         let channel = self.phase_channel()?;
-        let watch = WATCHES.fetch_add(1, Ordering::Relaxed);
+        let watch = watch::next_id();
         let answer = channel
             .call(|id| Message::WatchAccess { id, watch }, Vec::new(), POWER_OFF_TIMEOUT)
             .map_err(|e| EnvError::io("watching the machine's files", e))?;
         if let Message::Failed { failure, .. } = answer.message {
             return Err(EnvError::Phase(format!("watching the machine's files: {}", failure.message)));
         }
-        Ok(Some(Box::new(MachineWatch { channel, watch })))
+        Ok(Some(Box::new(watch::MachineWatch { channel, watch })))
     }
 
     fn end_phase(&mut self) -> Result<(), EnvError> {
@@ -475,7 +453,8 @@ impl Environment for VmEnv {
             return Err(EnvError::Phase("listing the environment's changes: cancelled".into()));
         }
         let limits = WalkLimits::default();
-        let broken = |what: &str, e: io::Error| match e.into_inner().map(|inner| inner.downcast::<EnvError>()) {
+        let broken = |what: &str, e: io::Error| match e.into_inner().map(|inner| inner.downcast::<EnvError>())
+        {
             Some(Ok(env_error)) => *env_error,
             Some(Err(other)) => EnvError::Broken(format!("{what}: {other}")),
             None => EnvError::Broken(what.to_string()),
