@@ -176,7 +176,10 @@ fi
 # ---- 5. the vm backend ----------------------------------------------------------
 VM_N=${VM_N:-5}
 VM_ROWS=()
-if [ -n "$BENCH_BIN" ] && command -v qemu-system-x86_64 >/dev/null; then
+if [ -n "$BENCH_BIN" ] && command -v qemu-system-x86_64 >/dev/null \
+    && cargo build --release --locked -p cleanroom-guest >>"$WORK/build.err" 2>&1; then
+    # The machines' agent, which the benchmark binary does not sit beside.
+    export CLEANROOM_GUEST_AGENT=$CARGO_TARGET_DIR/release/cleanroom-guest
     vm_bench() {  # vm_bench LABEL [ACCEL]
         log "vm backend ($1): $VM_N per variant"
         CLEANROOM_VM_ACCEL=${2:-} BENCH_BACKEND=vm BENCH_N=$VM_N BENCH_WARMUP=1 BENCH_RAW_DIR=$RAW \
@@ -201,24 +204,20 @@ HF=$(median "$RAW/handmade-full.txt")
 HL=$(median "$RAW/handmade-light.txt")
 echo
 echo "== where cleanroom's time goes (median ms; p10-p90)"
-for v in loopback outbound; do
-    line="   $(printf '%-8s' "$v")"
-    for part in create begin_phase exec end_phase destroy total; do
-        read -r m p10 p90 n < <(stats "$RAW/cleanroom-$v-$part.txt")
-        line+="  $part $m ($p10-$p90)"
-    done
-    echo "$line  [n=$n]"
-done
-for vm in "${VM_ROWS[@]}"; do
-    label=${vm%%:*} accel=${vm#*:}
+# parts PREFIX LABEL: one line of the lifecycle's parts for each variant.
+parts() {
     for v in loopback outbound; do
-        line="   $(printf '%-8s' "vm $accel $v")"
+        line="   $(printf '%-8s' "$2$v")"
         for part in create begin_phase exec end_phase destroy total; do
-            read -r m p10 p90 n < <(stats "$RAW/vm-$label-$v-$part.txt")
+            read -r m p10 p90 n < <(stats "$RAW/$1-$v-$part.txt")
             line+="  $part $m ($p10-$p90)"
         done
         echo "$line  [n=$n]"
     done
+}
+parts cleanroom ""
+for vm in "${VM_ROWS[@]}"; do
+    parts "vm-${vm%%:*}" "vm ${vm#*:} "
 done
 echo
 echo "== results (median of N samples; ratio targets from DESIGN.md)"
