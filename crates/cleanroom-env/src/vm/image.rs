@@ -47,7 +47,9 @@ pub(crate) fn finish(dir: &Path, rootfs: &Path, progress: &mut dyn FnMut(&str)) 
     progress(&format!("kernel {version}"));
     copy(&rootfs.join(format!("boot/vmlinuz-{version}")), &dir.join("vmlinuz"))?;
     copy_modules(rootfs, &version, &dir.join("modules"))?;
-    let used_mb = tree_bytes(rootfs)? >> 20;
+    // One walk of the configured tree sizes the disk and lists it.
+    let tree = walk(rootfs)?;
+    let used_mb = tree_bytes(&tree) >> 20;
     let size_mb = used_mb + used_mb / 4 + SLACK_MB;
     progress(&format!("making the disk ({size_mb} MB for {used_mb} MB of files)"));
     let disk = dir.join("disk.raw");
@@ -76,7 +78,7 @@ pub(crate) fn finish(dir: &Path, rootfs: &Path, progress: &mut dyn FnMut(&str)) 
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     std::fs::set_permissions(&disk, std::fs::Permissions::from_mode(0o444))
         .map_err(|e| EnvError::io(disk.display().to_string(), e))?;
-    let listing = listing(rootfs, built_at)?;
+    let listing = listing(rootfs, &tree, built_at);
     let json = serde_json::to_vec(&listing).expect("a listing serializes");
     std::fs::write(dir.join("listing.json"), json).map_err(|e| EnvError::io("writing listing.json", e))?;
     Ok(())
@@ -212,16 +214,12 @@ fn copy(from: &Path, to: &Path) -> Result<(), EnvError> {
 }
 
 /// Bytes the files of a tree take (our own image: links not followed).
-fn tree_bytes(root: &Path) -> Result<u64, EnvError> {
-    let mut total = 0;
-    for (_, meta) in walk(root)? {
-        total += meta.blocks() * 512 + 4096;
-    }
-    Ok(total)
+fn tree_bytes(tree: &[(PathBuf, std::fs::Metadata)]) -> u64 {
+    tree.iter().map(|(_, meta)| meta.blocks() * 512 + 4096).sum()
 }
 
 /// Every entry of the image as the guest lists its disk.
-fn listing(rootfs: &Path, built_at: i64) -> Result<Listing, EnvError> {
+fn listing(rootfs: &Path, tree: &[(PathBuf, std::fs::Metadata)], built_at: i64) -> Listing {
     let mut entries = vec![Listed {
         path: "/lost+found".into(),
         kind: EntryKind::Dir,
@@ -229,7 +227,7 @@ fn listing(rootfs: &Path, built_at: i64) -> Result<Listing, EnvError> {
         size: 0,
         link_target: None,
     }];
-    for (path, meta) in walk(rootfs)? {
+    for (path, meta) in tree {
         let rel = path.strip_prefix(rootfs).expect("under the root");
         let kind = EntryKind::of(meta.file_type());
         let link_target = (kind == EntryKind::Symlink)
@@ -243,7 +241,7 @@ fn listing(rootfs: &Path, built_at: i64) -> Result<Listing, EnvError> {
             link_target,
         });
     }
-    Ok(Listing { entries, built_at })
+    Listing { entries, built_at }
 }
 
 /// Every entry below `root`, without following links.
