@@ -231,7 +231,7 @@ fn listing(rootfs: &Path, tree: &[(PathBuf, std::fs::Metadata)], built_at: i64) 
         let rel = path.strip_prefix(rootfs).expect("under the root");
         let kind = EntryKind::of(meta.file_type());
         let link_target = (kind == EntryKind::Symlink)
-            .then(|| std::fs::read_link(&path).ok().map(|t| t.to_string_lossy().into_owned()))
+            .then(|| std::fs::read_link(path).ok().map(|t| t.to_string_lossy().into_owned()))
             .flatten();
         entries.push(Listed {
             path: format!("/{}", rel.display()),
