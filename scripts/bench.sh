@@ -4,8 +4,9 @@
 #   2. the same isolation by hand (scripts/handmade-sandbox.sh)
 #   3. `podman run --rm ... /bin/true` with --rootfs (no registry needed)
 #   4. one `nop` trial end to end through the CLI, if it is built
-#   5. the vm backend's lifecycle (create, boot, /bin/true, power off,
-#      destroy) with the accelerator the probe picks, and with TCG
+#   5. the vm backend's lifecycle (create, a file written, boot, /bin/true,
+#      power off, destroy) with the accelerator the probe picks, and with
+#      TCG; each booted cold and resumed from a booted snapshot
 # and prints a table. Needs root. Always exits 0 (a benchmark, not a test).
 #
 # cleanroom and hand-made samples are taken in alternating rounds and pooled,
@@ -180,18 +181,20 @@ if [ -n "$BENCH_BIN" ] && command -v qemu-system-x86_64 >/dev/null \
     && cargo build --release --locked -p cleanroom-guest >>"$WORK/build.err" 2>&1; then
     # The machines' agent, which the benchmark binary does not sit beside.
     export CLEANROOM_GUEST_AGENT=$CARGO_TARGET_DIR/release/cleanroom-guest
-    vm_bench() {  # vm_bench LABEL [ACCEL]
+    vm_bench() {  # vm_bench LABEL BOOT [ACCEL]
         log "vm backend ($1): $VM_N per variant"
-        CLEANROOM_VM_ACCEL=${2:-} BENCH_BACKEND=vm BENCH_N=$VM_N BENCH_WARMUP=1 BENCH_RAW_DIR=$RAW \
-            BENCH_RAW_PREFIX=vm-$1 "$BENCH_BIN" --bench >>"$WORK/vm.out" 2>>"$WORK/vm.err" \
+        CLEANROOM_VM_ACCEL=${3:-} CLEANROOM_VM_BOOT=$2 BENCH_BACKEND=vm BENCH_N=$VM_N BENCH_WARMUP=1 \
+            BENCH_RAW_DIR=$RAW BENCH_RAW_PREFIX=vm-$1 "$BENCH_BIN" --bench >>"$WORK/vm.out" 2>>"$WORK/vm.err" \
             || { log "the vm benchmark failed:"; tail -5 "$WORK/vm.err" >&2; }
     }
-    vm_bench probed
+    vm_bench probed-snapshot snapshot
     picked=$(grep -o 'cleanroom vm bench ([a-z]*)' "$WORK/vm.out" | tail -1 | sed 's/.*(\(.*\))/\1/')
-    VM_ROWS+=("probed:${picked:-?}")
+    vm_bench probed-cold cold "$picked"
+    VM_ROWS+=("probed-snapshot:${picked:-?}:snapshot" "probed-cold:${picked:-?}:cold")
     if [ "$picked" = kvm ]; then
-        vm_bench tcg tcg
-        VM_ROWS+=("tcg:tcg")
+        vm_bench tcg-snapshot snapshot tcg
+        vm_bench tcg-cold cold tcg
+        VM_ROWS+=("tcg-snapshot:tcg:snapshot" "tcg-cold:tcg:cold")
     fi
 else
     log "the benchmark binary or qemu-system-x86_64 missing: vm rows skipped"
@@ -208,7 +211,7 @@ echo "== where cleanroom's time goes (median ms; p10-p90)"
 parts() {
     for v in loopback outbound; do
         line="   $(printf '%-8s' "$2$v")"
-        for part in create begin_phase exec end_phase destroy total; do
+        for part in create write_file begin_phase exec end_phase destroy total; do
             read -r m p10 p90 n < <(stats "$RAW/$1-$v-$part.txt")
             line+="  $part $m ($p10-$p90)"
         done
@@ -217,7 +220,8 @@ parts() {
 }
 parts cleanroom ""
 for vm in "${VM_ROWS[@]}"; do
-    parts "vm-${vm%%:*}" "vm ${vm#*:} "
+    IFS=: read -r label accel boot <<<"$vm"
+    parts "vm-$label" "vm $accel $boot "
 done
 echo
 echo "== results (median of N samples; ratio targets from DESIGN.md)"
@@ -244,12 +248,15 @@ else
     row "nop trial via CLI" "-" "$CLI_ROW"
 fi
 for vm in "${VM_ROWS[@]}"; do
-    label=${vm%%:*} accel=${vm#*:}
+    IFS=: read -r label accel boot <<<"$vm"
     read -r m p10 p90 n < <(stats "$RAW/vm-$label-loopback-total.txt")
     target="target (KVM) < 2000 ms cold"
+    [ "$boot" = snapshot ] && target="target (KVM) < 300 ms to the agent (write_file row above)"
     [ "$accel" = tcg ] && target="no target under TCG: measured"
-    row "vm backend ($accel), create + boot + /bin/true + power off + destroy (n=$n, p10 $p10, p90 $p90)" "$m" "$target"
-    row "ratio vm ($accel) / cleanroom sandbox (loopback)" "$(ratio "$m" "$CL")" ""
+    row "vm ($accel, $boot), create + file + boot + /bin/true + power off + destroy (n=$n, p10 $p10, p90 $p90)" "$m" "$target"
+    read -r m p10 p90 n < <(stats "$RAW/vm-$label-loopback-write_file.txt")
+    row "vm ($accel, $boot), first file written: the agent's boot alone (n=$n, p10 $p10, p90 $p90)" "$m" ""
+    row "ratio vm ($accel, $boot) / cleanroom sandbox (loopback)" "$(ratio "$(median "$RAW/vm-$label-loopback-total.txt")" "$CL")" ""
 done
 if grep -q FAILED_TRIALS "$WORK/hand.out" 2>/dev/null; then
     echo "   WARNING: some hand-made trials failed (not counted): $(grep -o 'handmade-[a-z]*.*FAILED_TRIALS=[0-9]*' "$WORK/hand.out" | sed 's/ median.*FAILED/ FAILED/' | tr '\n' ' ')"

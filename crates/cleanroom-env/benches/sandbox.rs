@@ -1,12 +1,14 @@
 //! Environment lifecycle benchmark (plain `main`, no criterion).
 //!
 //! Each trial: create an environment with every limit in force (memory,
-//! pids, disk), begin a phase, exec `/bin/true`, end the phase, destroy.
+//! pids, disk), write a file into it, begin a phase, exec `/bin/true`, end
+//! the phase, destroy.
 //! Needs root and the base image (built on first use).
 //!
 //! Environment variables:
 //! - `BENCH_BACKEND` the backend (default `sandbox`; `vm` boots a machine
-//!   per phase, with KVM where it works, else TCG)
+//!   per phase, with KVM where it works, else TCG, resumed from a booted
+//!   snapshot unless `CLEANROOM_VM_BOOT=cold`)
 //! - `BENCH_N` trials per variant (default 50)
 //! - `BENCH_WARMUP` untimed trials first (default 2)
 //! - `BENCH_DISK_MB`, `BENCH_MEMORY_MB`, `BENCH_PIDS_MAX`, `BENCH_CPUS`
@@ -31,12 +33,12 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
-const PARTS: [&str; 6] = ["total", "create", "begin_phase", "exec", "end_phase", "destroy"];
+const PARTS: [&str; 7] = ["total", "create", "write_file", "begin_phase", "exec", "end_phase", "destroy"];
 
 #[derive(Default)]
 struct Samples {
     /// One vector per entry of PARTS, in ms.
-    parts: [Vec<f64>; 6],
+    parts: [Vec<f64>; 7],
 }
 
 fn ms(d: Duration) -> f64 {
@@ -70,20 +72,24 @@ fn one_trial(
     network: Network,
     req: &ExecRequest,
     cancel: &CancelToken,
-) -> [Duration; 6] {
+) -> [Duration; 7] {
     let t0 = Instant::now();
     let mut env = backend.create(spec).expect("create environment");
     let t1 = Instant::now();
-    env.begin_phase(network).expect("begin_phase");
+    // The harness puts the task's files in before the agent's phase (on a
+    // machine: a boot of the agent alone, with the disk mounted).
+    env.files().write_file("/tmp/bench-file", b"bench", 0o644).expect("write a file");
     let t2 = Instant::now();
-    let out = env.exec(req, cancel).expect("exec /bin/true");
+    env.begin_phase(network).expect("begin_phase");
     let t3 = Instant::now();
+    let out = env.exec(req, cancel).expect("exec /bin/true");
+    let t4 = Instant::now();
     assert!(out.status.success(), "/bin/true failed: {:?} {}", out.status, out.combined.to_string_lossy());
     env.end_phase().expect("end_phase");
-    let t4 = Instant::now();
-    env.destroy().expect("destroy");
     let t5 = Instant::now();
-    [t5 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4]
+    env.destroy().expect("destroy");
+    let t6 = Instant::now();
+    [t6 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5]
 }
 
 fn main() {
@@ -169,7 +175,9 @@ fn main() {
                 }
             }
         }
-        println!("-- variant {variant} (Network::{network:?}): create + begin_phase + exec /bin/true + end_phase + destroy");
+        println!(
+            "-- variant {variant} (Network::{network:?}): create + write_file + begin_phase + exec /bin/true + end_phase + destroy"
+        );
         for (i, part) in PARTS.iter().enumerate() {
             let v = &mut s.parts[i];
             v.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -273,7 +273,7 @@ fn build_in(
     std::fs::create_dir_all(&images)
         .map_err(|e| EnvError::io(format!("creating {}", images.display()), e))?;
     let dir_name = flavour.dir_name(name);
-    let _lock = lock(&images.join(format!("{dir_name}.lock")), name, progress)?;
+    let _lock = lock(&images.join(format!("{dir_name}.lock")), &format!("image {name}"), progress)?;
     if !force {
         // Another builder may have finished while this one waited.
         if let Ok(Some(image)) = lookup_in(home, name, flavour) {
@@ -367,8 +367,13 @@ fn plan(spec: &'static ImageSpec, mirror: Option<&str>, host: &Host) -> Result<b
     Ok(bootstrap::Plan { spec, mirror, security, extra: &[] })
 }
 
-/// Takes the exclusive lock at `path`, saying so when it has to wait.
-fn lock(path: &Path, name: &str, progress: &mut dyn FnMut(&str)) -> Result<std::fs::File, EnvError> {
+/// Takes the exclusive lock at `path`, saying so when it has to wait for
+/// another builder of `what`.
+pub(crate) fn lock(
+    path: &Path,
+    what: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<std::fs::File, EnvError> {
     let err = |e| EnvError::io(format!("locking {}", path.display()), e);
     let file = std::fs::File::options()
         .read(true)
@@ -385,7 +390,7 @@ fn lock(path: &Path, name: &str, progress: &mut dyn FnMut(&str)) -> Result<std::
     if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
         return Err(err(e));
     }
-    progress(&format!("waiting for another build of image {name}"));
+    progress(&format!("waiting for another build of {what}"));
     loop {
         // SAFETY: as above.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {

@@ -196,6 +196,19 @@ impl RootFs {
         file.write_all(bytes)
     }
 
+    /// Appends `bytes` to the regular file at `path`, which must exist (a
+    /// file written in parts); the path is resolved as for `write_file`.
+    pub fn append_file(&self, path: &str, bytes: &[u8]) -> io::Result<()> {
+        (|| {
+            let fd = self.open_in_root(&rel_cstring(path)?, APPEND_FLAGS, 0)?;
+            if fstat(fd.as_fd())?.st_mode & libc::S_IFMT != libc::S_IFREG {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+            }
+            File::from(fd).write_all(bytes)
+        })()
+        .map_err(|e| context(e, path))
+    }
+
     /// Makes `path` a symbolic link to `target` (stored as given, never
     /// resolved), replacing whatever non-directory is there. The parent
     /// directories must exist; they are resolved as if chrooted.
@@ -532,6 +545,8 @@ impl RootFs {
 pub(crate) const DIR_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW;
 const WRITE_FLAGS: libc::c_int =
     libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
+const APPEND_FLAGS: libc::c_int =
+    libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
 const READ_FLAGS: libc::c_int = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY;
 
 /// One directory being walked: its fd and its entries' names, sorted.
@@ -928,6 +943,24 @@ mod tests {
             root.read_regular("/workspace/out/a.json", 7),
             Err(ReadError::TooLarge { size: 8 })
         ));
+    }
+
+    #[test]
+    fn append_adds_to_an_existing_file_and_never_writes_through_a_link() {
+        let t = Temp::new();
+        std::fs::create_dir_all(t.join("out")).unwrap();
+        let outside = Temp::new();
+        write(&outside.join("victim"), b"host");
+        symlink(outside.join("victim"), t.join("out/link")).unwrap();
+        mkfifo(&t.join("out/fifo"));
+        let root = RootFs::open(t.path()).unwrap();
+        root.write_file("/out/a", b"one ", 0o644).unwrap();
+        root.append_file("/out/a", b"two").unwrap();
+        assert_eq!(std::fs::read(t.join("out/a")).unwrap(), b"one two");
+        assert!(root.append_file("/out/missing", b"x").is_err(), "append made a file");
+        assert!(root.append_file("/out/link", b"x").is_err());
+        assert!(root.append_file("/out/fifo", b"x").is_err());
+        assert_eq!(std::fs::read(outside.join("victim")).unwrap(), b"host");
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod conformance;
 use std::path::PathBuf;
 use std::sync::{Condvar, Mutex, OnceLock};
 
-use cleanroom_env::vm::VmBackend;
+use cleanroom_env::vm::{BootFrom, VmBackend};
 use cleanroom_env::{
     image, AccessWatch, Backend, CancelToken, EnvDiff, EnvError, EnvSpec, Environment, ExecOutcome,
     ExecRequest, ExitStatus, Files, HostMount, Limits, Needs, Network, PhaseOptions, PreparedImage,
@@ -149,7 +149,7 @@ fn the_agent_is_root_of_a_kernel_of_its_own_and_none_of_it_reaches_the_host() {
         assert_eq!(status, ExitStatus::Exited(0), "`{allowed}` failed in the machine: {out}");
     }
     let (_, cmdline) = sh(env.as_ref(), "cat /proc/cmdline");
-    assert!(cmdline.contains("cleanroom.mode=machine"), "{cmdline}");
+    assert!(cmdline.contains("systemd.show_status=0"), "not the machine's command line: {cmdline}");
     let (_, init) = sh(env.as_ref(), "cat /proc/1/comm");
     assert_eq!(init.trim(), "systemd");
     assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), host_hostname);
@@ -238,4 +238,114 @@ fn a_disk_the_agent_wrecked_is_its_breakage_not_an_infrastructure_error() {
     let err = env.diff(&CancelToken::new().unwrap()).unwrap_err();
     assert!(matches!(err, EnvError::Broken(_)), "{err}");
     env.destroy().unwrap();
+}
+
+/// The snapshots made for machines of `memory_mb` (a size no other test
+/// uses), beside the machine image, with when each was last used.
+fn snapshots_of(memory_mb: u64) -> Vec<(std::ffi::OsString, std::time::SystemTime)> {
+    let image = image::lookup(image::DEFAULT_IMAGE, image::Flavour::Machine).unwrap().unwrap();
+    let dir = image.root.parent().unwrap().join("snapshots");
+    let mut found: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.ends_with(".state") && name.contains(&format!("-{memory_mb}mb-"))
+        })
+        .map(|e| (e.file_name(), e.metadata().unwrap().modified().unwrap()))
+        .collect();
+    found.sort();
+    found
+}
+
+fn remove_snapshots_of(memory_mb: u64) {
+    let image = image::lookup(image::DEFAULT_IMAGE, image::Flavour::Machine).unwrap().unwrap();
+    let dir = image.root.parent().unwrap().join("snapshots");
+    for (name, _) in snapshots_of(memory_mb) {
+        let state = dir.join(name);
+        std::fs::remove_file(&state).unwrap();
+        let _ = std::fs::remove_file(state.with_extension("lock"));
+    }
+}
+
+/// Machines resume from a booted snapshot, one for each shape, made on
+/// first need; each resumed machine still has its own disk, clock and
+/// random numbers, though all share the snapshot's memory.
+#[test]
+fn machines_of_one_shape_resume_from_one_snapshot_and_keep_their_own_time_and_randomness() {
+    const MEMORY_MB: u64 = 1000;
+    remove_snapshots_of(MEMORY_MB);
+    let shape = EnvSpec { memory_mb: MEMORY_MB, ..spec() };
+    let backend = OneAtATime(VmBackend::booting(&home(), BootFrom::Snapshot).unwrap());
+    backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).unwrap();
+    let mut seen = Vec::new();
+    for round in 0..2 {
+        let mut env = backend.create(&shape).unwrap();
+        env.files().write_file("/root/round", round.to_string().as_bytes(), 0o644).unwrap();
+        let made = snapshots_of(MEMORY_MB);
+        assert_eq!(made.len(), 1, "one shape, one snapshot: {made:?}");
+        env.begin_phase(Network::LoopbackOnly).unwrap();
+        let used = snapshots_of(MEMORY_MB);
+        assert_eq!(used.len(), 1, "a phase without network has the file work's shape: {used:?}");
+        assert_eq!(used[0].0, made[0].0);
+        let (status, out) = sh(
+            env.as_ref(),
+            "cat /root/round; echo; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1; date +%s",
+        );
+        assert!(status.success(), "{out}");
+        let lines: Vec<String> = out.lines().map(|l| l.trim().to_string()).collect();
+        assert_eq!(lines[0], round.to_string(), "not this trial's disk: {out}");
+        let host_now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let guest_now: u64 = lines[3].parse().unwrap();
+        // The snapshot was taken before the first round's phase: its clock
+        // would be that far behind.
+        assert!(host_now.abs_diff(guest_now) <= 2, "the machine's clock is the snapshot's: {out}");
+        seen.push((lines[1].clone(), lines[2].clone()));
+        env.end_phase().unwrap();
+        env.destroy().unwrap();
+    }
+    assert_ne!(seen[0].0, seen[1].0, "two machines share a boot id");
+    assert_ne!(seen[0].1, seen[1].1, "two machines share their random numbers");
+    let mut env = backend.create(&shape).unwrap();
+    env.begin_phase(Network::Outbound).unwrap();
+    assert_eq!(snapshots_of(MEMORY_MB).len(), 2, "a network card is another shape");
+    env.destroy().unwrap();
+    remove_snapshots_of(MEMORY_MB);
+}
+
+#[test]
+fn a_backend_that_boots_cold_makes_no_snapshot() {
+    const MEMORY_MB: u64 = 1001;
+    remove_snapshots_of(MEMORY_MB);
+    let backend = OneAtATime(VmBackend::booting(&home(), BootFrom::Cold).unwrap());
+    backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).unwrap();
+    let mut env = backend.create(&EnvSpec { memory_mb: MEMORY_MB, ..spec() }).unwrap();
+    env.files().write_file("/root/cold", b"cold", 0o644).unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "cat /root/cold");
+    assert_eq!((status, out.trim()), (ExitStatus::Exited(0), "cold"));
+    env.destroy().unwrap();
+    assert!(snapshots_of(MEMORY_MB).is_empty());
+}
+
+/// A frame carries at most 64 MB; larger files go in parts, from memory
+/// and from the host's tree alike.
+#[test]
+fn files_larger_than_a_frame_are_written_whole() {
+    use sha2::{Digest, Sha256};
+    let big: Vec<u8> = (0..70u32 << 20).map(|i| (i % 251) as u8).collect();
+    let digest: String = Sha256::digest(&big).iter().map(|b| format!("{b:02x}")).collect();
+    let tree = home().join("big-tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("weights.bin"), &big).unwrap();
+    let mut env = env();
+    env.files().write_file("/root/big.bin", &big, 0o644).unwrap();
+    env.files().copy_tree_in(&tree, "/opt/artifact", &|_| false).unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "sha256sum /root/big.bin /opt/artifact/weights.bin | cut -d' ' -f1");
+    assert!(status.success(), "{out}");
+    assert_eq!(out.lines().collect::<Vec<_>>(), [digest.as_str(), digest.as_str()]);
+    env.destroy().unwrap();
+    std::fs::remove_dir_all(&tree).unwrap();
 }

@@ -1,6 +1,6 @@
 //! PID 1 of the machine, from the host's initramfs: the kernel's virtual
-//! file systems, the modules the host listed (virtio), the trial's disk,
-//! then the mode the kernel command line names (`cleanroom.mode=`).
+//! file systems, the modules the host listed (virtio), the harness's start
+//! (start.rs), the trial's disk, then the mode the start names.
 //!
 //! - `machine`: the disk becomes the root and its own init (systemd) takes
 //!   PID 1; the agent forks first and serves beside it, from memory: no
@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use cleanroom_env::vm::protocol::{Mode, PORT_NAME};
 
 use crate::serve::{self, Limits};
+use crate::start;
 
 const SYSROOT: &str = "/sysroot";
 /// The module list the host wrote into the initramfs, one .ko path a line,
@@ -49,34 +50,36 @@ fn boot() -> io::Result<()> {
     mount(Some("proc"), "/proc", Some("proc"), 0)?;
     mount(Some("sysfs"), "/sys", Some("sysfs"), 0)?;
     mount(Some("devtmpfs"), "/dev", Some("devtmpfs"), 0)?;
-    load_modules()?;
-    let cmdline = std::fs::read_to_string("/proc/cmdline")?;
-    let arg = |key: &str| {
-        cmdline
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(&format!("cleanroom.{key}=")).map(str::to_string))
-    };
-    let mode = match arg("mode").as_deref() {
-        Some("machine") => Mode::Machine,
-        Some("service") => Mode::Service,
-        other => return Err(io::Error::other(format!("cleanroom.mode={other:?} is not machine or service"))),
-    };
-    let limits = Limits {
-        memory_mb: arg("memory_mb").and_then(|v| v.parse().ok()),
-        pids: arg("pids").and_then(|v| v.parse().ok()),
-    };
+    load_modules(|module| !is_disk_driver(module))?;
+    let mut port = open_port()?;
+    // A booted snapshot is this machine, saved while it waits here.
+    let start = start::wait(&mut port)?;
+    start::apply(&start)?;
+    // The disk's driver probes the disk only now: a machine resumed from a
+    // snapshot sees the trial's disk, its size included, not the one the
+    // snapshot was booted with.
+    load_modules(is_disk_driver)?;
     wait_for("/dev/vda")?;
     std::fs::create_dir_all(SYSROOT)?;
     mount(Some("/dev/vda"), SYSROOT, Some("ext4"), 0)?;
     grow(SYSROOT)?;
-    let port = open_port()?;
-    match mode {
+    match start.mode {
         Mode::Service => {
-            serve::serve(Box::new(port.try_clone()?), Box::new(port), SYSROOT, mode, Limits::none())?;
+            serve::serve(
+                Box::new(port.try_clone()?),
+                Box::new(port),
+                SYSROOT,
+                Mode::Service,
+                Limits::none(),
+            )?;
             Ok(())
         }
-        Mode::Machine => switch_root(port, limits),
+        Mode::Machine => switch_root(port, start.limits),
     }
+}
+
+fn is_disk_driver(module: &str) -> bool {
+    module.ends_with("/virtio_blk.ko")
 }
 
 /// Moves the disk to `/`, forks the agent, and becomes the disk's init.
@@ -160,13 +163,14 @@ fn grow(mounted: &str) -> io::Result<()> {
     Ok(())
 }
 
-fn load_modules() -> io::Result<()> {
+/// Loads the modules of the host's list that `which` picks, in its order.
+fn load_modules(which: impl Fn(&str) -> bool) -> io::Result<()> {
     let list = match std::fs::read_to_string(MODULES) {
         Ok(list) => list,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
-    for path in list.lines().filter(|l| !l.is_empty()) {
+    for path in list.lines().filter(|l| !l.is_empty() && which(l)) {
         let file = File::open(path).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
         let params = CString::new("").expect("no NUL");
         use std::os::fd::AsRawFd;

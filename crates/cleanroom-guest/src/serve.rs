@@ -15,7 +15,7 @@ use cleanroom_env::{AccessWatch, CancelToken, Globs, Manifest, ReadError, RootFs
 
 use crate::{changes, exec, relay};
 
-/// Limits on the commands of a phase, from the kernel command line.
+/// Limits on the commands of a phase, from the harness's start.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub memory_mb: Option<u64>,
@@ -183,6 +183,9 @@ fn files(root: &RootFs, out: &Out, message: Message, data: Vec<u8>) {
         Message::WriteFile { id, path, mode } => {
             out.answer(id, root.write_file(&path, &data, mode).map(|()| Vec::new()))
         }
+        Message::AppendFile { id, path } => {
+            out.answer(id, root.append_file(&path, &data).map(|()| Vec::new()))
+        }
         Message::Symlink { id, path, target } => {
             out.answer(id, root.symlink(&path, &target).map(|()| Vec::new()))
         }
@@ -243,6 +246,7 @@ fn request_id(message: &Message) -> u64 {
         | Message::Kill { id }
         | Message::CreateDirAll { id, .. }
         | Message::WriteFile { id, .. }
+        | Message::AppendFile { id, .. }
         | Message::Symlink { id, .. }
         | Message::ReadRegular { id, .. }
         | Message::ManifestAgainst { id, .. }
@@ -259,7 +263,12 @@ fn request_id(message: &Message) -> u64 {
         | Message::Done { id }
         | Message::FileIdIs { id, .. }
         | Message::Failed { id, .. } => *id,
-        Message::Hello { .. } | Message::Accepted { .. } | Message::Data { .. } | Message::Close { .. } => 0,
+        Message::Waiting
+        | Message::Start { .. }
+        | Message::Hello { .. }
+        | Message::Accepted { .. }
+        | Message::Data { .. }
+        | Message::Close { .. } => 0,
     }
 }
 

@@ -43,23 +43,23 @@ pub struct Channel {
 }
 
 impl Channel {
-    /// Connects to QEMU's socket for the port and waits for the agent's
-    /// hello, for at most `timeout`; `alive` says whether QEMU still runs.
-    pub fn open(socket: &Path, timeout: Duration, alive: &mut dyn FnMut() -> bool) -> io::Result<Channel> {
-        let start = Instant::now();
-        let stream = loop {
-            match UnixStream::connect(socket) {
-                Ok(stream) => break stream,
-                // QEMU makes the socket as it starts.
-                Err(e) if start.elapsed() < timeout && alive() && is_not_yet(&e) => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => return Err(e),
-            }
-        };
+    /// Connects to QEMU's socket for the port, sends `start` (a
+    /// [`Message::Start`]) and waits for the agent's hello, for at most
+    /// `timeout`; `alive` says whether QEMU still runs.
+    pub fn open(
+        socket: &Path,
+        start: &Frame,
+        timeout: Duration,
+        alive: &mut dyn FnMut() -> bool,
+    ) -> io::Result<Channel> {
+        let began = Instant::now();
+        let mut stream = connect(socket, timeout, alive)?;
+        // Waits in the socket until the guest reads it, however long its
+        // boot takes.
+        start.write_to(&mut stream)?;
         let mut reader = stream.try_clone()?;
         let mode = loop {
-            let left = timeout.saturating_sub(start.elapsed());
+            let left = timeout.saturating_sub(began.elapsed());
             if left.is_zero() || !alive() {
                 return Err(io::Error::new(io::ErrorKind::TimedOut, "the guest agent did not say hello"));
             }
@@ -67,6 +67,8 @@ impl Channel {
             reader.set_read_timeout(Some(left.min(Duration::from_millis(500))))?;
             match Frame::read_from(&mut reader) {
                 Ok(Some(Frame { message: Message::Hello { mode }, .. })) => break mode,
+                // Said before the start was read: only a cold boot says it.
+                Ok(Some(Frame { message: Message::Waiting, .. })) => continue,
                 Ok(Some(other)) => {
                     return Err(io::Error::other(format!("the guest agent began with {:?}", other.message)))
                 }
@@ -142,6 +144,25 @@ impl Channel {
 
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Connects to a socket QEMU makes as it starts: waits for it to appear,
+/// at most `timeout`, while QEMU runs.
+pub(crate) fn connect(
+    socket: &Path,
+    timeout: Duration,
+    alive: &mut dyn FnMut() -> bool,
+) -> io::Result<UnixStream> {
+    let began = Instant::now();
+    loop {
+        match UnixStream::connect(socket) {
+            Ok(stream) => return Ok(stream),
+            Err(e) if began.elapsed() < timeout && alive() && is_not_yet(&e) => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 

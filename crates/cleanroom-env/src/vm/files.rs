@@ -5,7 +5,7 @@
 //! the guest, never following a link out of the machine, reads bounded.
 
 use std::collections::BTreeMap;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -21,6 +21,8 @@ use crate::vm::protocol::{Frame, Message, MAX_PART};
 
 /// How long one file request may take (a manifest of a large tree).
 const FILE_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most bytes of a file written in one request.
+const PART: usize = (MAX_PART / 4) as usize;
 
 /// Gives the channel to use now, booting the machine's service mode if
 /// nothing runs.
@@ -51,6 +53,31 @@ impl MachineFiles {
         self.made.lock().unwrap_or_else(|p| p.into_inner()).insert(path, kind);
     }
 
+    /// Writes what `from` reads into the file at `path`, in parts no larger
+    /// than a frame: the first creates the file, the others append to it.
+    fn write_from(&self, path: &str, from: &mut dyn Read, mode: u32) -> io::Result<()> {
+        let mut first = true;
+        loop {
+            let mut part = Vec::new();
+            from.take(PART as u64).read_to_end(&mut part)?;
+            if part.is_empty() && !first {
+                break;
+            }
+            let last = part.len() < PART;
+            if first {
+                self.call(|id| Message::WriteFile { id, path: path.to_string(), mode }, part)?;
+                self.made(path, EntryKind::File);
+                first = false;
+            } else {
+                self.call(|id| Message::AppendFile { id, path: path.to_string() }, part)?;
+            }
+            if last {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn copy_dir(
         &self,
         src: &Path,
@@ -73,7 +100,7 @@ impl MachineFiles {
                 self.create_dir_all(&path, mode)?;
                 self.copy_dir(&host, &rel, dest, exclude)?;
             } else if meta.is_file() {
-                self.write_file(&path, &std::fs::read(&host)?, mode)?;
+                self.write_from(&path, &mut std::fs::File::open(&host)?, mode)?;
             } else if meta.is_symlink() {
                 let target = std::fs::read_link(&host)?;
                 let target = target
@@ -103,18 +130,7 @@ impl Files for MachineFiles {
     }
 
     fn write_file(&self, path: &str, bytes: &[u8], mode: u32) -> io::Result<()> {
-        if bytes.len() > MAX_PART as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "{path}: {} bytes, more than the vm backend moves in one file ({MAX_PART})",
-                    bytes.len()
-                ),
-            ));
-        }
-        self.call(|id| Message::WriteFile { id, path: path.to_string(), mode }, bytes.to_vec())?;
-        self.made(path, EntryKind::File);
-        Ok(())
+        self.write_from(path, &mut &*bytes, mode)
     }
 
     fn copy_tree_in(&self, host_src: &Path, dest: &str, exclude: &dyn Fn(&Path) -> bool) -> io::Result<()> {

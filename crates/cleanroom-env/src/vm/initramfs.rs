@@ -7,6 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -77,7 +78,11 @@ pub fn ensure(home: &Path, image_dir: &Path) -> Result<PathBuf, EnvError> {
     }
     archive.file("cleanroom/modules", list.as_bytes(), 0o644);
 
-    let tmp = dir.join(format!(".initramfs-{digest}.{}", std::process::id()));
+    // Two backends of one process may make the same one at once: each
+    // writes a file of its own, the last rename wins, both are whole.
+    static MADE: AtomicU64 = AtomicU64::new(0);
+    let made = MADE.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".initramfs-{digest}.{}.{made}", std::process::id()));
     let mut file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
     file.write_all(&archive.finish()).map_err(io(&tmp))?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o444)).map_err(io(&tmp))?;

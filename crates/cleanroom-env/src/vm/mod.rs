@@ -14,6 +14,10 @@
 //!   the tamper check, the env-diff) boots the agent alone from the host's
 //!   initramfs, the disk mounted and nothing of it run: no file system the
 //!   agent wrote is ever mounted by the host's kernel.
+//!
+//! Either way the machine is resumed from a booted snapshot of its shape
+//! (snapshot.rs) unless `CLEANROOM_VM_BOOT=cold`, and the harness's first
+//! message (Message::Start) says which boot it is.
 
 mod channel;
 mod exec;
@@ -22,6 +26,7 @@ pub mod image;
 mod initramfs;
 pub mod protocol;
 mod qemu;
+mod snapshot;
 mod sweep;
 mod watch;
 
@@ -48,11 +53,11 @@ use crate::sandbox::host_tool;
 use crate::sandbox::sweep::Owner;
 use channel::Channel;
 use files::{MachineFiles, Port};
-use protocol::{Message, Mode};
+use protocol::{Frame, Message, Mode};
 pub use qemu::Accel;
 
 /// How long a machine may take to boot to its agent's hello.
-const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const BOOT_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long the disk's system may take to finish booting (systemd's jobs).
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Waits until systemd has booted the disk's system (its manager answers
@@ -82,10 +87,37 @@ pub struct VmBackend {
     home: PathBuf,
     images: Mutex<HashMap<String, Prepared>>,
     accel: OnceLock<Accel>,
+    boot: BootFrom,
+}
+
+/// How machines start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootFrom {
+    /// Resumed from a booted snapshot of their shape (snapshot.rs).
+    Snapshot,
+    /// Booted from the kernel every time.
+    Cold,
+}
+
+impl BootFrom {
+    /// `$CLEANROOM_VM_BOOT`: `snapshot` (the default) or `cold`.
+    fn from_env() -> Result<BootFrom, EnvError> {
+        match std::env::var("CLEANROOM_VM_BOOT").as_deref() {
+            Err(_) | Ok("") | Ok("snapshot") => Ok(BootFrom::Snapshot),
+            Ok("cold") => Ok(BootFrom::Cold),
+            Ok(other) => Err(EnvError::Phase(format!("CLEANROOM_VM_BOOT={other}: use snapshot or cold"))),
+        }
+    }
 }
 
 impl VmBackend {
     pub fn new(home: &Path) -> Result<VmBackend, EnvError> {
+        VmBackend::booting(home, BootFrom::from_env()?)
+    }
+
+    /// A backend whose machines start as `boot` says, whatever the
+    /// environment says.
+    pub fn booting(home: &Path, boot: BootFrom) -> Result<VmBackend, EnvError> {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
             return Err(EnvError::Phase(
@@ -104,7 +136,7 @@ impl VmBackend {
         initramfs::guest_agent()?;
         let envs = home.join("vm-envs");
         std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
-        Ok(VmBackend { home: home.to_path_buf(), images: Mutex::default(), accel: OnceLock::new() })
+        Ok(VmBackend { home: home.to_path_buf(), images: Mutex::default(), accel: OnceLock::new(), boot })
     }
 }
 
@@ -164,7 +196,7 @@ impl Backend for VmBackend {
             .cloned()
             .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
         let accel = self.accel.get().copied().unwrap_or(Accel::Tcg);
-        Ok(Box::new(VmEnv::create(&self.home, image, accel, spec)?))
+        Ok(Box::new(VmEnv::create(&self.home, image, accel, self.boot, spec)?))
     }
 
     fn accelerator(&self) -> Option<&'static str> {
@@ -184,6 +216,7 @@ struct Booted {
 struct Inner {
     dir: PathBuf,
     image: Prepared,
+    boot_from: BootFrom,
     accel: Accel,
     cpus: u32,
     memory_mb: u64,
@@ -219,6 +252,18 @@ impl Inner {
         let socket = self.dir.join("agent.sock");
         let _ = std::fs::remove_file(&socket);
         let disk = self.disk();
+        let snapshot = match self.boot_from {
+            BootFrom::Snapshot => Some(snapshot::ensure(
+                &self.image,
+                snapshot::Shape {
+                    accel: self.accel,
+                    cpus: self.cpus,
+                    memory_mb: self.memory_mb,
+                    nic: network == Network::Outbound,
+                },
+            )?),
+            BootFrom::Cold => None,
+        };
         let boot = qemu::Boot {
             kernel: &self.image.kernel,
             initramfs: &self.image.initramfs,
@@ -227,13 +272,13 @@ impl Inner {
             accel: self.accel,
             cpus: self.cpus,
             memory_mb: self.memory_mb,
-            pids_max: self.pids_max,
-            mode,
             network,
             resolv_conf: &self.resolv_conf,
+            resume: snapshot.as_ref(),
+            qmp: None,
         };
         let mut machine = qemu::Machine::start(&boot)?;
-        let opened = Channel::open(&socket, BOOT_TIMEOUT, &mut || machine.running());
+        let opened = Channel::open(&socket, &self.start(mode)?, BOOT_TIMEOUT, &mut || machine.running());
         let channel = match opened {
             Ok(channel) if channel.mode == mode => Arc::new(channel),
             Ok(channel) => {
@@ -255,6 +300,25 @@ impl Inner {
         };
         *booted = Some(Booted { machine, channel: channel.clone() });
         Ok(channel)
+    }
+
+    /// What a boot in `mode` is told first.
+    fn start(&self, mode: Mode) -> Result<Frame, EnvError> {
+        let mut seed = vec![0u8; 32];
+        // SAFETY: getrandom fills the buffer it is given.
+        let n = unsafe { libc::getrandom(seed.as_mut_ptr().cast(), seed.len(), 0) };
+        if n != seed.len() as isize {
+            return Err(EnvError::io("getrandom", io::Error::last_os_error()));
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        let phase = mode == Mode::Machine;
+        let start = Message::Start {
+            mode,
+            memory_mb: phase.then_some(self.memory_mb),
+            pids: phase.then_some(self.pids_max),
+            unix_time_ns: now.as_nanos() as u64,
+        };
+        Ok(Frame::with_data(start, seed))
     }
 
     fn power_off(&self) {
@@ -279,6 +343,27 @@ impl Port for Inner {
     }
 }
 
+/// Makes `disk`, a copy-on-write overlay of the image's `base`, as large
+/// as it plus `extra` bytes.
+fn overlay(base: &Path, disk: &Path, extra: u64) -> Result<(), EnvError> {
+    let base_bytes = std::fs::metadata(base).map_err(|e| EnvError::io(base.display().to_string(), e))?.len();
+    let out = Command::new(crate::sandbox::tool("qemu-img"))
+        .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
+        .arg(base)
+        .arg(disk)
+        .arg((base_bytes + extra).to_string())
+        .env_clear()
+        .output()
+        .map_err(|e| EnvError::io("run qemu-img", e))?;
+    if !out.status.success() {
+        return Err(EnvError::Command {
+            program: "qemu-img create".into(),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// Asks the agent to flush the disk and power off; kills QEMU when that
 /// does not happen in time. The disk is consistent either way once the
 /// agent has flushed.
@@ -295,7 +380,13 @@ pub struct VmEnv {
 }
 
 impl VmEnv {
-    fn create(home: &Path, image: Prepared, accel: Accel, spec: &EnvSpec) -> Result<VmEnv, EnvError> {
+    fn create(
+        home: &Path,
+        image: Prepared,
+        accel: Accel,
+        boot_from: BootFrom,
+        spec: &EnvSpec,
+    ) -> Result<VmEnv, EnvError> {
         let me = Owner::current();
         let id = format!("{}-{}-{}", me.pid, me.start_time, COUNTER.fetch_add(1, Ordering::Relaxed));
         let dir = home.join("vm-envs").join(&id);
@@ -305,29 +396,14 @@ impl VmEnv {
         // slirp4netns's DNS, as the NAT into QEMU's namespace offers it.
         std::fs::write(&resolv_conf, "nameserver 10.0.2.3\n")
             .map_err(|e| EnvError::io("writing resolv.conf", e))?;
-        let base_bytes = std::fs::metadata(&image.disk)
-            .map_err(|e| EnvError::io(image.disk.display().to_string(), e))?
-            .len();
-        let size = base_bytes + (spec.disk_mb << 20);
-        let disk = dir.join("disk.qcow2");
-        let out = Command::new(crate::sandbox::tool("qemu-img"))
-            .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
-            .arg(&image.disk)
-            .arg(&disk)
-            .arg(size.to_string())
-            .env_clear()
-            .output()
-            .map_err(|e| EnvError::io("run qemu-img", e))?;
-        if !out.status.success() {
+        if let Err(e) = overlay(&image.disk, &dir.join("disk.qcow2"), spec.disk_mb << 20) {
             let _ = std::fs::remove_dir_all(&dir);
-            return Err(EnvError::Command {
-                program: "qemu-img create".into(),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
+            return Err(e);
         }
         let inner = Arc::new(Inner {
             dir,
             image,
+            boot_from,
             accel,
             cpus: spec.cpus,
             memory_mb: spec.memory_mb,

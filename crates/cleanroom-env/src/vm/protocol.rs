@@ -18,7 +18,8 @@ pub const PORT_NAME: &str = "org.cleanroom.agent";
 /// other side can make this one allocate.
 pub const MAX_PART: u32 = 64 << 20;
 
-/// How the guest agent was started, told to the harness in its hello.
+/// What a boot is for: the harness's [`Message::Start`] names it, the
+/// agent's hello confirms it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -65,6 +66,20 @@ impl Failure {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum Message {
+    // The guest, once its port is open and before it touches the disk:
+    // it waits for Start there. A booted snapshot is taken at this point
+    // (snapshot.rs), so every machine restored from one starts from it.
+    Waiting,
+    // The harness, first on every boot, cold or restored: what the boot is
+    // for, the commands' limits, the host's clock, and 32 random bytes (the
+    // data) that reseed the guest's generator, which a restored machine
+    // would otherwise share with every other one restored from its snapshot.
+    Start {
+        mode: Mode,
+        memory_mb: Option<u64>,
+        pids: Option<u64>,
+        unix_time_ns: u64,
+    },
     // The guest, once, when it is ready.
     Hello {
         mode: Mode,
@@ -93,6 +108,12 @@ pub enum Message {
         id: u64,
         path: String,
         mode: u32,
+    },
+    /// The frame's bytes go at the end of an existing file: a file larger
+    /// than a frame is written in parts.
+    AppendFile {
+        id: u64,
+        path: String,
     },
     Symlink {
         id: u64,

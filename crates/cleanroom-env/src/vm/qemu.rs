@@ -1,7 +1,8 @@
 //! One boot of a machine: a QEMU process with the kernel and initramfs
-//! given directly (no firmware boot loader, no disk scan), the trial's
-//! qcow2 disk, the agent's virtio-serial port, and a network card only in a
-//! phase with outbound network.
+//! given directly (no firmware boot loader, no disk scan), or a booted
+//! snapshot of the same devices resumed (snapshot.rs); the trial's qcow2
+//! disk, the agent's virtio-serial port, and a network card only in a phase
+//! with outbound network.
 //!
 //! With outbound network, QEMU runs in a network namespace of its own that
 //! slirp4netns connects, with the sandbox's rules (sandbox/phase.rs): QEMU's
@@ -11,6 +12,7 @@
 
 use std::ffi::CString;
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -21,7 +23,7 @@ use crate::backend::Network;
 use crate::error::EnvError;
 use crate::output::Captured;
 use crate::sandbox::phase::Nat;
-use crate::vm::protocol::{Mode, PORT_NAME};
+use crate::vm::protocol::PORT_NAME;
 
 pub const QEMU: &str = "qemu-system-x86_64";
 
@@ -58,12 +60,19 @@ pub struct Boot<'a> {
     pub cpus: u32,
     /// The commands' memory limit; the machine gets [`OVERHEAD_MB`] more.
     pub memory_mb: u64,
-    pub pids_max: u64,
-    pub mode: Mode,
     pub network: Network,
     /// `nameserver` file QEMU's DNS forwarder reads (outbound only).
     pub resolv_conf: &'a Path,
+    /// A booted snapshot (snapshot.rs) to resume instead of booting: a
+    /// machine of the same devices, kernel and initramfs.
+    pub resume: Option<&'a std::fs::File>,
+    /// A QMP socket QEMU listens on (only to take a snapshot).
+    pub qmp: Option<&'a Path>,
 }
+
+/// The kernel's command line: the same on every boot, as a snapshot's
+/// memory holds it. What differs between boots comes in Message::Start.
+const APPEND: &str = "console=ttyS0 panic=-1 quiet loglevel=4 systemd.getty_auto=0 systemd.show_status=0";
 
 pub struct Machine {
     child: Child,
@@ -78,15 +87,6 @@ impl Machine {
             Accel::Kvm => ("kvm", "host"),
             Accel::Tcg => ("tcg,thread=multi", "max"),
         };
-        let mode = match boot.mode {
-            Mode::Machine => "machine",
-            Mode::Service => "service",
-        };
-        let append = format!(
-            "console=ttyS0 panic=-1 quiet loglevel=4 systemd.getty_auto=0 systemd.show_status=0 \
-             cleanroom.mode={mode} cleanroom.memory_mb={} cleanroom.pids={}",
-            boot.memory_mb, boot.pids_max
-        );
         cmd.args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"])
             .args(["-machine", "q35", "-accel", accel, "-cpu", cpu])
             .args(["-smp", &boot.cpus.max(1).to_string()])
@@ -95,7 +95,7 @@ impl Machine {
             .arg(boot.kernel)
             .arg("-initrd")
             .arg(boot.initramfs)
-            .args(["-append", &append])
+            .args(["-append", APPEND])
             .args(["-serial", "stdio"])
             .arg("-drive")
             .arg(format!(
@@ -111,6 +111,15 @@ impl Machine {
         if outbound {
             cmd.args(["-netdev", "user,id=net", "-device", "virtio-net-pci,netdev=net"]);
         }
+        if let Some(qmp) = boot.qmp {
+            cmd.arg("-qmp").arg(format!("unix:{},server=on,wait=off", qmp.display()));
+        }
+        // QEMU reads the snapshot from an inherited descriptor: no shell,
+        // no path for it to resolve.
+        let inherited = boot.resume.map(|f| f.as_raw_fd());
+        if let Some(fd) = inherited {
+            cmd.args(["-incoming", &format!("fd:{fd}")]);
+        }
         cmd.env_clear().stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let resolv = CString::new(boot.resolv_conf.as_os_str().as_encoded_bytes())
             .map_err(|_| EnvError::Phase(format!("{}: a NUL in the path", boot.resolv_conf.display())))?;
@@ -118,6 +127,11 @@ impl Machine {
         unsafe {
             cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if let Some(fd) = inherited {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 if outbound {
                     if libc::unshare(libc::CLONE_NEWNET | libc::CLONE_NEWNS) != 0 {
                         return Err(std::io::Error::last_os_error());
