@@ -26,6 +26,7 @@ pub mod image;
 mod initramfs;
 pub mod protocol;
 mod qemu;
+mod qmp;
 mod snapshot;
 mod sweep;
 mod watch;

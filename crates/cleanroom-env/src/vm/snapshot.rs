@@ -16,20 +16,20 @@
 //! kept.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::backend::Network;
 use crate::error::EnvError;
 use crate::vm::protocol::{Frame, Message};
 use crate::vm::qemu::{self, Accel};
+use crate::vm::qmp::Qmp;
 use crate::vm::{channel, Prepared, BOOT_TIMEOUT};
 
 /// Bumped when what a snapshot holds changes meaning.
@@ -238,46 +238,6 @@ fn wait_for_migration(qmp: &mut Qmp) -> std::io::Result<()> {
                 return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "QEMU's migration did not end"))
             }
             _ => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
-
-/// A QEMU Machine Protocol connection: one JSON object a line.
-struct Qmp {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
-
-impl Qmp {
-    fn open(stream: UnixStream) -> std::io::Result<Qmp> {
-        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        let writer = stream.try_clone()?;
-        let mut qmp = Qmp { reader: BufReader::new(stream), writer };
-        qmp.line()?; // the greeting
-        qmp.command("qmp_capabilities", json!({}))?;
-        Ok(qmp)
-    }
-
-    fn line(&mut self) -> std::io::Result<Value> {
-        let mut line = String::new();
-        if self.reader.read_line(&mut line)? == 0 {
-            return Err(std::io::Error::other("QEMU closed its QMP socket"));
-        }
-        serde_json::from_str(&line).map_err(std::io::Error::other)
-    }
-
-    /// Runs `execute` and returns its answer; events on the way are skipped.
-    fn command(&mut self, execute: &str, arguments: Value) -> std::io::Result<Value> {
-        let request = json!({ "execute": execute, "arguments": arguments });
-        self.writer.write_all(format!("{request}\n").as_bytes())?;
-        loop {
-            let mut answer = self.line()?;
-            if let Some(error) = answer.get("error") {
-                return Err(std::io::Error::other(format!("QMP {execute}: {}", error["desc"])));
-            }
-            if let Some(value) = answer.get_mut("return") {
-                return Ok(value.take());
-            }
         }
     }
 }
