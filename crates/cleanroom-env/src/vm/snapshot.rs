@@ -1,7 +1,8 @@
 //! Booted snapshots: the warm start of a machine.
 //!
 //! A cold boot spends seconds in the kernel before the agent runs (under
-//! TCG, about 4.5 s of the 5 s to the agent). A snapshot is a machine booted
+//! TCG, ~2.4 s to an agent serving the disk, ~0.6 s resumed; measured by
+//! scripts/bench.sh). A snapshot is a machine booted
 //! once to the point where its agent waits for Message::Start, with nothing
 //! of any disk read (the disk's driver loads only after the start), saved
 //! by QEMU's migration to a file. Each boot then resumes that file instead
