@@ -37,7 +37,7 @@ use crate::vm::{channel, Prepared, BOOT_TIMEOUT};
 const FORMAT: &str = "cleanroom-snapshot-1";
 /// How long saving a machine's memory may take.
 const SAVE_TIMEOUT: Duration = Duration::from_secs(120);
-/// How many snapshots an image keeps (~130 MB each): its shapes in use, and
+/// How many snapshots an image keeps (130-190 MB each): its shapes in use, and
 /// those of another build of the guest agent (a debug and a release one).
 const KEEP: usize = 8;
 
