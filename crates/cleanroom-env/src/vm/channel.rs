@@ -58,25 +58,11 @@ impl Channel {
         // boot takes.
         start.write_to(&mut stream)?;
         let mut reader = stream.try_clone()?;
-        let mode = loop {
-            let left = timeout.saturating_sub(began.elapsed());
-            if left.is_zero() || !alive() {
-                return Err(io::Error::new(io::ErrorKind::TimedOut, "the guest agent did not say hello"));
-            }
-            // Short reads so that a QEMU that died is noticed.
-            reader.set_read_timeout(Some(left.min(Duration::from_millis(500))))?;
-            match Frame::read_from(&mut reader) {
-                Ok(Some(Frame { message: Message::Hello { mode }, .. })) => break mode,
-                // Said before the start was read: only a cold boot says it.
-                Ok(Some(Frame { message: Message::Waiting, .. })) => continue,
-                Ok(Some(other)) => {
-                    return Err(io::Error::other(format!("the guest agent began with {:?}", other.message)))
-                }
-                Ok(None) => return Err(io::Error::other("the machine closed its port before the hello")),
-                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
-                Err(e) => return Err(e),
-            }
+        let hello = |m: &Message| match m {
+            Message::Hello { mode } => Some(*mode),
+            _ => None,
         };
+        let mode = first_frame(&mut reader, began, timeout, alive, "the hello", hello)?;
         reader.set_read_timeout(None)?;
         let routes = Arc::new(Mutex::new(Routes::default()));
         let writer = Arc::new(Mutex::new(stream));
@@ -144,6 +130,43 @@ impl Channel {
 
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
         self.routes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Reads the agent's first frames until `wanted` picks one, at most
+/// `timeout` after `began`, while QEMU runs. A [`Message::Waiting`] that is
+/// not wanted is skipped: only a cold boot says it, before it reads the
+/// start. Anything else is an error.
+pub(crate) fn first_frame<T>(
+    reader: &mut UnixStream,
+    began: Instant,
+    timeout: Duration,
+    alive: &mut dyn FnMut() -> bool,
+    what: &str,
+    wanted: impl Fn(&Message) -> Option<T>,
+) -> io::Result<T> {
+    loop {
+        let left = timeout.saturating_sub(began.elapsed());
+        if left.is_zero() || !alive() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the guest agent did not send {what}"),
+            ));
+        }
+        // Short reads so that a QEMU that died is noticed.
+        reader.set_read_timeout(Some(left.min(Duration::from_millis(500))))?;
+        match Frame::read_from(reader) {
+            Ok(Some(frame)) => match wanted(&frame.message) {
+                Some(found) => return Ok(found),
+                None if frame.message == Message::Waiting => {}
+                None => {
+                    return Err(io::Error::other(format!("the guest agent began with {:?}", frame.message)))
+                }
+            },
+            Ok(None) => return Err(io::Error::other(format!("the machine closed its port before {what}"))),
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+            Err(e) => return Err(e),
+        }
     }
 }
 

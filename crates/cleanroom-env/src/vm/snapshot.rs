@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 use crate::backend::Network;
 use crate::error::EnvError;
-use crate::vm::protocol::{Frame, Message};
+use crate::vm::protocol::Message;
 use crate::vm::qemu::{self, Accel};
 use crate::vm::qmp::Qmp;
 use crate::vm::{channel, Prepared, BOOT_TIMEOUT};
@@ -176,23 +176,9 @@ fn make(image: &Prepared, shape: Shape, work: &Path, path: &Path) -> Result<(), 
 fn wait_for_agent(socket: &Path, alive: &mut dyn FnMut() -> bool) -> std::io::Result<UnixStream> {
     let began = Instant::now();
     let mut stream = channel::connect(socket, BOOT_TIMEOUT, alive)?;
-    loop {
-        let left = BOOT_TIMEOUT.saturating_sub(began.elapsed());
-        if left.is_zero() || !alive() {
-            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "the agent did not say it waits"));
-        }
-        // Short reads so that a QEMU that died is noticed.
-        stream.set_read_timeout(Some(left.min(Duration::from_millis(500))))?;
-        match Frame::read_from(&mut stream) {
-            Ok(Some(Frame { message: Message::Waiting, .. })) => return Ok(stream),
-            Ok(Some(other)) => {
-                return Err(std::io::Error::other(format!("the agent began with {:?}", other.message)))
-            }
-            Ok(None) => return Err(std::io::Error::other("the machine closed its port")),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let waiting = |m: &Message| (*m == Message::Waiting).then_some(());
+    channel::first_frame(&mut stream, began, BOOT_TIMEOUT, alive, "that it waits", waiting)?;
+    Ok(stream)
 }
 
 /// Migrates the running machine into a file, through a Unix socket the
