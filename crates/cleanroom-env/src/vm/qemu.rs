@@ -85,7 +85,11 @@ impl Machine {
         let mut cmd = Command::new(crate::sandbox::tool(QEMU));
         let (accel, cpu) = match boot.accel {
             Accel::Kvm => ("kvm", "host"),
-            Accel::Tcg => ("tcg,thread=multi", "max"),
+            // One thread for every vCPU: with QEMU's multi-threaded TCG
+            // (7.2), a guest kernel patching its own code (a static key)
+            // while another vCPU translated it left that vCPU looping on a
+            // stale int3, about one boot in 30 (docs/backends.md).
+            Accel::Tcg => ("tcg,thread=single", "max"),
         };
         cmd.args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"])
             .args(["-machine", "q35", "-accel", accel, "-cpu", cpu])
@@ -194,7 +198,7 @@ impl Machine {
     /// The tail of what the machine printed on its console.
     pub fn console(&self) -> String {
         let text = self.console.lock().unwrap_or_else(|p| p.into_inner()).to_string_lossy();
-        text.lines().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        text.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
     }
 }
 

@@ -28,6 +28,7 @@ use sha2::{Digest, Sha256};
 
 use crate::backend::Network;
 use crate::error::EnvError;
+use crate::sandbox::sweep::{owner_in_id_alive, Owner};
 use crate::vm::protocol::Message;
 use crate::vm::qemu::{self, Accel};
 use crate::vm::qmp::Qmp;
@@ -52,6 +53,8 @@ pub struct Shape {
 }
 
 static MADE: AtomicU64 = AtomicU64::new(0);
+/// The prefix of a snapshot's work directory while it is made.
+const MAKING: &str = ".make-";
 
 /// The snapshot of `image` for `shape`, open (a snapshot pruned meanwhile
 /// stays readable), made now if there is none yet.
@@ -67,8 +70,11 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     if let Some(file) = open(&path) {
         return Ok(file);
     }
-    // Short: Unix sockets are made in it.
-    let work = dir.join(format!(".make-{}-{}", std::process::id(), MADE.fetch_add(1, Ordering::Relaxed)));
+    remove_dead_makers(&dir);
+    // Short: Unix sockets are made in it. Named by its maker, for the sweep.
+    let maker = Owner::current();
+    let made_here = MADE.fetch_add(1, Ordering::Relaxed);
+    let work = dir.join(format!("{MAKING}{}-{}-{made_here}", maker.pid, maker.start_time));
     let made = std::fs::create_dir(&work)
         .map_err(|e| EnvError::io(work.display().to_string(), e))
         .and_then(|()| make(image, shape, &work, &path));
@@ -82,6 +88,18 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     made.map_err(failed)?;
     prune(&dir, &path);
     open(&path).ok_or_else(|| failed(EnvError::Phase(format!("{} vanished", path.display()))))
+}
+
+/// Removes the work directories of makers that died (killed in the middle
+/// of a boot or a save): a live maker's is left alone.
+fn remove_dead_makers(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_prefix(MAKING) else { continue };
+        if !owner_in_id_alive(id) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Opens a snapshot, marking it used (its modification time) for [`prune`].
