@@ -19,8 +19,10 @@ use cleanroom_env::{
 };
 use conformance::{host_processes_with, processes_inside, sh, spec};
 
+/// One home for every run of the suite: a dead run's machines are swept,
+/// the initramfs archives are pruned, so it does not grow run by run.
 fn home() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cleanroom-vm-test-{}", std::process::id()));
+    let dir = std::env::temp_dir().join("cleanroom-vm-test");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -29,6 +31,8 @@ fn backend() -> &'static OnePerCore {
     static BACKEND: OnceLock<OnePerCore> = OnceLock::new();
     BACKEND.get_or_init(|| {
         let backend = VmBackend::new(&home()).unwrap();
+        // What an earlier run that was killed left, as every command sweeps.
+        backend.sweep().expect("sweep");
         backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("machine image");
         OnePerCore(backend)
     })

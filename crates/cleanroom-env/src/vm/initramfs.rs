@@ -1,7 +1,8 @@
 //! The initramfs every machine boots: the guest agent as `/init`, the C
 //! libraries it was linked with (so the agent of any host runs on any
 //! image), and the image's virtio modules. Written as a newc cpio archive,
-//! once per agent binary and image, under `<home>/vm/`.
+//! once per agent binary and image, under `<home>/vm/`; the [`KEEP`] used
+//! last are kept.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -12,6 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sha2::{Digest, Sha256};
 
 use crate::error::EnvError;
+use crate::vm::recent;
+
+const PREFIX: &str = "initramfs-";
+/// How many initramfs archives a home keeps (~20 MB each): those of the
+/// agent builds used last (a debug and a release one, an older one).
+const KEEP: usize = 4;
 
 /// The guest agent binary: `$CLEANROOM_GUEST_AGENT`, else `cleanroom-guest`
 /// beside this program (or one directory up, as for test binaries in
@@ -49,8 +56,8 @@ pub fn ensure(home: &Path, image_dir: &Path) -> Result<PathBuf, EnvError> {
     let digest: String = hash.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
     let dir = home.join("vm");
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let path = dir.join(format!("initramfs-{digest}.cpio"));
-    if path.is_file() {
+    let path = dir.join(format!("{PREFIX}{digest}.cpio"));
+    if recent::open(&path).is_some() {
         return Ok(path);
     }
 
@@ -87,6 +94,8 @@ pub fn ensure(home: &Path, image_dir: &Path) -> Result<PathBuf, EnvError> {
     file.write_all(&archive.finish()).map_err(io(&tmp))?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o444)).map_err(io(&tmp))?;
     std::fs::rename(&tmp, &path).map_err(io(&path))?;
+    let is_initramfs = |p: &Path| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(PREFIX));
+    recent::prune(&dir, is_initramfs, KEEP, &path);
     Ok(path)
 }
 

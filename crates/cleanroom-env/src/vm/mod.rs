@@ -27,6 +27,7 @@ mod initramfs;
 pub mod protocol;
 mod qemu;
 mod qmp;
+mod recent;
 mod snapshot;
 mod sweep;
 mod watch;

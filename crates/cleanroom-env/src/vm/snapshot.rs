@@ -19,7 +19,7 @@
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,7 @@ use crate::sandbox::sweep::{owner_in_id_alive, Owner};
 use crate::vm::protocol::Message;
 use crate::vm::qemu::{self, Accel};
 use crate::vm::qmp::Qmp;
+use crate::vm::recent;
 use crate::vm::{channel, Prepared, BOOT_TIMEOUT};
 
 /// Bumped when what a snapshot holds changes meaning.
@@ -63,11 +64,11 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
     let key = key(image, shape)?;
     let path = dir.join(format!("{key}.state"));
-    if let Some(file) = open(&path) {
+    if let Some(file) = recent::open(&path) {
         return Ok(file);
     }
     let _lock = crate::image::lock(&dir.join(format!("{key}.lock")), "a booted snapshot", &mut |_| {})?;
-    if let Some(file) = open(&path) {
+    if let Some(file) = recent::open(&path) {
         return Ok(file);
     }
     remove_dead_makers(&dir);
@@ -87,7 +88,7 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     };
     made.map_err(failed)?;
     prune(&dir, &path);
-    open(&path).ok_or_else(|| failed(EnvError::Phase(format!("{} vanished", path.display()))))
+    recent::open(&path).ok_or_else(|| failed(EnvError::Phase(format!("{} vanished", path.display()))))
 }
 
 /// Removes the work directories of makers that died (killed in the middle
@@ -102,26 +103,11 @@ fn remove_dead_makers(dir: &Path) {
     }
 }
 
-/// Opens a snapshot, marking it used (its modification time) for [`prune`].
-fn open(path: &Path) -> Option<File> {
-    let file = File::open(path).ok()?;
-    let _ = file.set_modified(std::time::SystemTime::now());
-    Some(file)
-}
-
-/// Removes all but the [`KEEP`] snapshots used last (`made` among them).
+/// Removes all but the [`KEEP`] snapshots used last (`made` among them),
+/// and their locks.
 fn prune(dir: &Path, made: &Path) {
-    let mut found: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "state") && p != made)
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
-        .collect();
-    found.sort_by_key(|(used, _)| std::cmp::Reverse(*used));
-    for (_, old) in found.into_iter().skip(KEEP.saturating_sub(1)) {
-        let _ = std::fs::remove_file(&old);
+    let is_snapshot = |p: &Path| p.extension().is_some_and(|x| x == "state");
+    for old in recent::prune(dir, is_snapshot, KEEP, made) {
         let _ = std::fs::remove_file(old.with_extension("lock"));
     }
 }
