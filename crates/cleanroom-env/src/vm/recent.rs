@@ -1,8 +1,9 @@
 //! Files kept while they are used: the booted snapshots and the initramfs
 //! archives, one for each build of what they hold. Each use marks its file
 //! (its modification time); when a new one is made, all but the ones used
-//! last are removed. A file removed while a machine boots from it stays
-//! readable through the descriptor QEMU holds.
+//! last are removed. A snapshot removed while a machine resumes it stays
+//! readable through the descriptor QEMU inherits; an initramfs QEMU opens
+//! by its path, so a home keeps more of them than builds in use at once.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
