@@ -250,8 +250,6 @@ fn a_disk_the_agent_wrecked_is_its_breakage_not_an_infrastructure_error() {
     env.destroy().unwrap();
 }
 
-/// The snapshots made for machines of `memory_mb` (a size no other test
-/// uses), beside the machine image, with when each was last used.
 /// The guest kernel patches its own code while its other CPU runs that
 /// code (a static key in the scheduler flipped under a fork loop): every
 /// vCPU keeps running. Under QEMU's multi-threaded TCG one of them could
@@ -277,6 +275,8 @@ fn snapshots_dir() -> PathBuf {
     image.root.parent().unwrap().join("snapshots")
 }
 
+/// The snapshots made for machines of `memory_mb` (a size no other test
+/// uses), beside the machine image, with when each was last used.
 fn snapshots_of(memory_mb: u64) -> Vec<(std::ffi::OsString, std::time::SystemTime)> {
     let mut found: Vec<_> = std::fs::read_dir(snapshots_dir())
         .into_iter()

@@ -27,7 +27,6 @@ use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::backend::{
@@ -145,8 +144,6 @@ pub struct SandboxEnv {
     mount_points: Vec<String>,
 }
 
-static COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl SandboxEnv {
     fn rootfs(&self) -> &RootFs {
         self.root.as_ref().expect("the root is open until destroy")
@@ -157,7 +154,7 @@ impl SandboxEnv {
             return Err(EnvError::NoImage(image_root.to_path_buf()));
         }
         let me = sweep::Owner::current();
-        let id = format!("{}-{}-{}", me.pid, me.start_time, COUNTER.fetch_add(1, Ordering::Relaxed));
+        let id = me.new_id();
         let dir = home.join("envs").join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
         // The owner is written first: a sweep never removes a live run's files.

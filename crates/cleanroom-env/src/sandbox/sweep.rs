@@ -4,6 +4,7 @@
 //! SIGKILL. Each command sweeps them before it starts.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::SweepReport;
 use crate::error::EnvError;
@@ -40,6 +41,13 @@ impl Owner {
         let text = std::fs::read_to_string(env_dir.join("owner")).ok()?;
         let mut it = text.split_whitespace();
         Some(Owner { pid: it.next()?.parse().ok()?, start_time: it.next()?.parse().ok()? })
+    }
+
+    /// A name unique to this call that names this owner as its maker,
+    /// `<pid>-<start time>-<n>`, for [`owner_in_id_alive`] to read back.
+    pub(crate) fn new_id(&self) -> String {
+        static MADE: AtomicU64 = AtomicU64::new(0);
+        format!("{}-{}-{}", self.pid, self.start_time, MADE.fetch_add(1, Ordering::Relaxed))
     }
 
     pub(crate) fn is_alive(&self) -> bool {

@@ -37,7 +37,7 @@ use std::io;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -205,8 +205,6 @@ impl Backend for VmBackend {
         self.accel.get().map(|a| a.as_str())
     }
 }
-
-static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A machine that runs now, and the agent's port to it.
 struct Booted {
@@ -390,7 +388,7 @@ impl VmEnv {
         spec: &EnvSpec,
     ) -> Result<VmEnv, EnvError> {
         let me = Owner::current();
-        let id = format!("{}-{}-{}", me.pid, me.start_time, COUNTER.fetch_add(1, Ordering::Relaxed));
+        let id = me.new_id();
         let dir = home.join("vm-envs").join(&id);
         std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
         me.write(&dir)?;

@@ -20,7 +20,6 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -53,7 +52,6 @@ pub struct Shape {
     pub nic: bool,
 }
 
-static MADE: AtomicU64 = AtomicU64::new(0);
 /// The prefix of a snapshot's work directory while it is made.
 const MAKING: &str = ".make-";
 
@@ -73,9 +71,7 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     }
     remove_dead_makers(&dir);
     // Short: Unix sockets are made in it. Named by its maker, for the sweep.
-    let maker = Owner::current();
-    let made_here = MADE.fetch_add(1, Ordering::Relaxed);
-    let work = dir.join(format!("{MAKING}{}-{}-{made_here}", maker.pid, maker.start_time));
+    let work = dir.join(format!("{MAKING}{}", Owner::current().new_id()));
     let made = std::fs::create_dir(&work)
         .map_err(|e| EnvError::io(work.display().to_string(), e))
         .and_then(|()| make(image, shape, &work, &path));
