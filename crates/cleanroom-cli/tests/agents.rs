@@ -340,7 +340,18 @@ fn budgets_and_model_failures_end_the_trial_and_the_run_goes_on() {
 
 #[test]
 fn external_agents_reach_the_model_only_through_the_forwarder() {
-    let out = temp_out("forwarder");
+    external_agents_reach_the_model_only_through_the_forwarder_on("sandbox");
+}
+
+/// The same agent in a machine: its installation on a read-only disk, the
+/// forwarder relayed to the machine's loopback.
+#[test]
+fn external_agents_reach_the_model_only_through_the_forwarder_on_a_machine() {
+    external_agents_reach_the_model_only_through_the_forwarder_on("vm");
+}
+
+fn external_agents_reach_the_model_only_through_the_forwarder_on(backend: &str) {
+    let out = temp_out(&format!("forwarder-{backend}"));
     let hello = Reply::Message {
         message: json!({"role": "assistant", "content": "hello from the model"}),
         prompt: 11,
@@ -353,7 +364,7 @@ fn external_agents_reach_the_model_only_through_the_forwarder() {
         fixtures("tests/fixtures/agents/bash-http/run.sh"),
     );
     let cfg = config(&out, &model.base_url, &["fwd"], &agent);
-    let (output, run_dir) = run(&cfg, &out, &["--agent", "command:bash-http"]);
+    let (output, run_dir) = run(&cfg, &out, &["--agent", "command:bash-http", "--backend", backend]);
     assert!(output.status.success(), "{}", text(&output));
     let dir = trial_dir(&run_dir, "command-bash-http");
     let result = json_file(dir.join("result.json"));
@@ -413,7 +424,11 @@ fn external_agents_reach_the_model_only_through_the_forwarder() {
     }
     assert_no_key(&out);
 
-    // A step budget stops an external agent too.
+    if backend != "sandbox" {
+        return;
+    }
+    // A step budget stops an external agent too (the harness's doing, the
+    // same on every backend).
     let out2 = temp_out("forwarder-budget");
     let (output, run_dir) = run(&cfg, &out2, &["--agent", "command:bash-http", "--max-steps", "1"]);
     assert!(output.status.success(), "{}", text(&output));
@@ -431,24 +446,41 @@ fn external_agents_reach_the_model_only_through_the_forwarder() {
 /// says it is done. Every agent's tool call must run in the environment.
 #[test]
 fn the_shipped_agent_clis_deploy_through_the_forwarder() {
-    let out = temp_out("clis");
+    the_shipped_agent_clis_deploy_through_the_forwarder_on(
+        "sandbox",
+        &["mini-swe-agent", "claude-code", "codex", "openhands"],
+    );
+}
+
+/// CLIs of both runtimes they ship with (Python, Node), each in a machine
+/// of its own, run from their installation's read-only disk. (All four
+/// pass there too; two keep the suite's time.)
+#[test]
+fn the_shipped_agent_clis_deploy_through_the_forwarder_on_a_machine() {
+    the_shipped_agent_clis_deploy_through_the_forwarder_on("vm", &["mini-swe-agent", "claude-code"]);
+}
+
+fn the_shipped_agent_clis_deploy_through_the_forwarder_on(backend: &str, names: &[&str]) {
+    let out = temp_out(&format!("clis-{backend}"));
     let call = |name: &str, args: Value| tool_call("call_1", name, args);
     let mini_command = format!("{CONFIGURE} && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT");
-    let agents = [
+    let agents: Vec<(&str, Value)> = [
         ("mini-swe-agent", call("bash", json!({"command": mini_command}))),
         ("claude-code", call("Bash", json!({"command": CONFIGURE, "description": "configure"}))),
         ("codex", call("exec_command", json!({"cmd": CONFIGURE}))),
         ("openhands", call("execute_bash", json!({"command": CONFIGURE}))),
-    ];
+    ]
+    .into_iter()
+    .filter(|(name, _)| names.contains(name))
+    .collect();
     let scripts: HashMap<String, Vec<Reply>> = agents
         .iter()
         .map(|(name, c)| (name.to_string(), vec![Reply::Agentic { call: c.clone(), done: "Done.".into() }]))
         .collect();
     let model = scripted_model::start(KEY, scripts);
-    let names: Vec<&str> = agents.iter().map(|(n, _)| *n).collect();
-    let cfg = config(&out, &model.base_url, &names, "");
+    let cfg = config(&out, &model.base_url, names, "");
     let specs: Vec<String> = names.iter().map(|n| format!("command:{n}@{n}")).collect();
-    let mut args = vec!["--timeout-multiplier", "2"];
+    let mut args = vec!["--timeout-multiplier", "2", "--backend", backend];
     for s in &specs {
         args.extend(["--agent", s]);
     }

@@ -440,6 +440,39 @@ impl RootFs {
         rel_cstring(path).and_then(|rel| self.open_beneath(&rel, DIR_FLAGS)).is_ok()
     }
 
+    /// Makes the directory `path` for a mount, with every parent it lacks;
+    /// returns those made, outermost first, for [`RootFs::remove_mount_points`].
+    pub fn make_mount_point(&self, path: &str) -> io::Result<Vec<String>> {
+        let mut made = Vec::new();
+        let mut prefix = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            prefix.push('/');
+            prefix.push_str(part);
+            if !self.is_dir(&prefix) {
+                self.create_dir_all(&prefix, 0o755)
+                    .map_err(|e| context(e, &format!("mount point {prefix}")))?;
+                made.push(prefix.clone());
+            }
+        }
+        Ok(made)
+    }
+
+    /// Removes the mount points [`RootFs::make_mount_point`] made, innermost
+    /// first. Best effort: one that a phase filled (a file the agent made
+    /// beside the mount) stays, and shows in the diff as the agent's doing.
+    pub fn remove_mount_points(&self, made: &[String]) {
+        for dir in made.iter().rev() {
+            let _ = self.remove_dir_if_empty(dir);
+        }
+    }
+
+    /// The directory at `path`, opened without following any link: a mount
+    /// goes onto it through `/proc/self/fd`, never through a path the
+    /// environment could have turned into a link.
+    pub fn open_dir(&self, path: &str) -> io::Result<OwnedFd> {
+        rel_cstring(path).and_then(|rel| self.open_beneath(&rel, DIR_FLAGS)).map_err(|e| context(e, path))
+    }
+
     /// Removes the directory at `path` if it is empty; a directory with
     /// anything in it is left alone (Ok).
     pub fn remove_dir_if_empty(&self, path: &str) -> io::Result<()> {

@@ -4,7 +4,7 @@
 //! machine: a kernel of its own instead of the host's walls (the agent may
 //! mount, load modules, make namespaces: none of it reaches the host), the
 //! host's neighbours kept out by the routes of QEMU's namespace, power-off
-//! between phases, and host directories not shown yet.
+//! between phases, and host directories shown on read-only disks.
 
 mod conformance;
 
@@ -134,6 +134,7 @@ impl Environment for Held {
 }
 
 conformance::conformance_tests!(backend);
+conformance::host_mount_tests!(backend);
 
 fn env() -> Box<dyn Environment> {
     backend().create(&spec()).expect("create environment")
@@ -213,15 +214,52 @@ fn the_hosts_neighbours_are_unroutable_from_qemus_namespace() {
     env.destroy().unwrap();
 }
 
+/// The machine's root may unmount a host directory's disk and go at the
+/// device itself: the disk is read-only below the guest's kernel (QEMU's
+/// `readonly=on`), so neither the host's directory nor the disk made of it
+/// changes.
 #[test]
-fn host_directories_are_not_shown_in_a_machine_yet() {
+fn a_shown_directorys_disk_cannot_be_written_by_the_machines_root() {
+    let host_dir = std::env::temp_dir().join(format!("cleanroom-vm-shown-{}", std::process::id()));
+    std::fs::create_dir_all(host_dir.join("bin")).unwrap();
+    std::fs::write(host_dir.join("bin/tool"), "installed on the host\n").unwrap();
     let mut env = env();
-    let mount = HostMount { host: std::env::temp_dir(), path: "/opt/agent".into() };
-    let err = env
-        .begin_phase_with(Network::LoopbackOnly, &PhaseOptions { mounts: vec![mount], ..Default::default() })
-        .unwrap_err();
-    assert!(err.to_string().contains("need the sandbox backend"), "{err}");
+    let mount = HostMount { host: host_dir.clone(), path: "/opt/agent".into() };
+    env.begin_phase_with(Network::LoopbackOnly, &PhaseOptions { mounts: vec![mount], ..Default::default() })
+        .unwrap();
+    let disks = || -> Vec<(PathBuf, Vec<u8>)> {
+        let dir = home().join("vm");
+        let mut found: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("shown-"))
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
+        found.sort();
+        found
+    };
+    let before = disks();
+    assert!(!before.is_empty(), "no disk was made of the host directory");
+    let (status, out) = sh(
+        env.as_ref(),
+        "dev=$(for d in /sys/block/vd*; do [ \"$(cat $d/serial)\" = cleanroom-shown-0 ] && echo /dev/${d##*/}; done)
+         test -b \"$dev\" || { echo no device; exit 99; }
+         umount /opt/agent || exit 98
+         blockdev --setrw $dev
+         dd if=/dev/zero of=$dev bs=4096 count=16 conv=notrunc,fsync 2>&1 && echo WROTE
+         mount -o rw $dev /opt/agent 2>&1; echo x > /opt/agent/bin/tool && echo CHANGED
+         exit 0",
+    );
+    assert_eq!(status, ExitStatus::Exited(0), "{out}");
+    assert!(!out.contains("WROTE") && !out.contains("CHANGED"), "{out}");
+    env.end_phase().unwrap();
+    assert_eq!(std::fs::read_to_string(host_dir.join("bin/tool")).unwrap(), "installed on the host\n");
+    for (disk, bytes) in &before {
+        assert!(std::fs::read(disk).unwrap() == *bytes, "{} changed", disk.display());
+    }
     env.destroy().unwrap();
+    std::fs::remove_dir_all(&host_dir).unwrap();
 }
 
 #[test]

@@ -16,16 +16,16 @@ use std::fs::File;
 use std::io;
 use std::time::{Duration, Instant};
 
-use cleanroom_env::vm::protocol::{Mode, PORT_NAME};
+use cleanroom_env::vm::protocol::{Mode, DISK_SERIAL, PORT_NAME};
 
 use crate::serve::{self, Limits};
+use crate::show::{disk_with_serial, DEVICE_WAIT};
 use crate::start;
 
 const SYSROOT: &str = "/sysroot";
 /// The module list the host wrote into the initramfs, one .ko path a line,
 /// in load order.
 const MODULES: &str = "/cleanroom/modules";
-const DEVICE_WAIT: Duration = Duration::from_secs(60);
 
 pub fn run() -> ! {
     if let Err(e) = boot() {
@@ -59,10 +59,10 @@ fn boot() -> io::Result<()> {
     // snapshot sees the trial's disk, its size included, not the one the
     // snapshot was booted with.
     load_modules(is_disk_driver)?;
-    wait_for("/dev/vda")?;
+    let disk = disk_with_serial(DISK_SERIAL, DEVICE_WAIT)?;
     std::fs::create_dir_all(SYSROOT)?;
-    mount(Some("/dev/vda"), SYSROOT, Some("ext4"), 0)?;
-    grow(SYSROOT)?;
+    mount(Some(&disk), SYSROOT, Some("ext4"), 0)?;
+    grow(&disk, SYSROOT)?;
     match start.mode {
         Mode::Service => {
             serve::serve(
@@ -134,11 +134,11 @@ fn switch_root(port: File, limits: Limits) -> io::Result<()> {
 
 /// Grows the disk's file system to the whole disk (the trial's overlay is
 /// the image plus the task's `disk_mb`), online, as resize2fs would.
-fn grow(mounted: &str) -> io::Result<()> {
+fn grow(disk: &str, mounted: &str) -> io::Result<()> {
     const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
     const EXT4_IOC_RESIZE_FS: libc::c_ulong = 0x4008_6610;
     use std::os::fd::AsRawFd;
-    let disk = File::open("/dev/vda")?;
+    let disk = File::open(disk)?;
     let mut bytes: u64 = 0;
     // SAFETY: the ioctl writes one u64.
     if unsafe { libc::ioctl(disk.as_raw_fd(), BLKGETSIZE64, &mut bytes) } != 0 {
@@ -204,18 +204,12 @@ fn open_port() -> io::Result<File> {
     }
 }
 
-fn wait_for(path: &str) -> io::Result<()> {
-    let start = Instant::now();
-    while !std::path::Path::new(path).exists() {
-        if start.elapsed() > DEVICE_WAIT {
-            return Err(io::Error::other(format!("{path} did not appear")));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
-}
-
-fn mount(source: Option<&str>, target: &str, fstype: Option<&str>, flags: libc::c_ulong) -> io::Result<()> {
+pub fn mount(
+    source: Option<&str>,
+    target: &str,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+) -> io::Result<()> {
     let c = |s: &str| CString::new(s).expect("no NUL");
     let (source, target, fstype) = (source.map(c), c(target), fstype.map(c));
     let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());

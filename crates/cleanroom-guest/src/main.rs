@@ -12,6 +12,7 @@ mod exec;
 mod init;
 mod relay;
 mod serve;
+mod show;
 mod start;
 
 use cleanroom_env::vm::protocol::Mode;

@@ -13,7 +13,7 @@ use cleanroom_env::fanotify::FanotifyWatch;
 use cleanroom_env::vm::protocol::{Failure, Frame, Message, Mode, Seen};
 use cleanroom_env::{AccessWatch, CancelToken, Globs, Manifest, ReadError, RootFs, WalkLimits};
 
-use crate::{changes, exec, relay};
+use crate::{changes, exec, relay, show};
 
 /// Limits on the commands of a phase, from the harness's start.
 #[derive(Debug, Clone, Copy)]
@@ -109,6 +109,14 @@ pub fn serve(
                 // lack the same powers.
                 restricted.store(sealed.is_ok(), Ordering::SeqCst);
                 out.answer(id, sealed.map(|()| Vec::new()))
+            }
+            Message::Show { id, serial, path } => {
+                if mode == Mode::Service {
+                    out.failed(id, refused("host directories are shown only in a phase"));
+                    continue;
+                }
+                let shown = show::show(&root, &serial, &path);
+                out.answer(id, shown.and_then(|made| serde_json::to_vec(&made).map_err(io::Error::other)))
             }
             Message::WatchAccess { id, watch } => {
                 if mode == Mode::Service {
@@ -212,6 +220,10 @@ fn files(root: &RootFs, out: &Out, message: Message, data: Vec<u8>) {
             })();
             out.answer(id, result)
         }
+        Message::RemoveMountPoints { id, paths } => {
+            root.remove_mount_points(&paths);
+            out.done(id, Vec::new())
+        }
         Message::FileId { id, path } => match root.file_id(&path) {
             Ok(fid) => out.send(Frame::new(Message::FileIdIs { id, dev: fid.dev, ino: fid.ino })),
             Err(e) => out.failed(id, Failure::of(&e)),
@@ -255,6 +267,8 @@ fn request_id(message: &Message) -> u64 {
         | Message::Changes { id, .. }
         | Message::Listen { id, .. }
         | Message::Seal { id, .. }
+        | Message::Show { id, .. }
+        | Message::RemoveMountPoints { id, .. }
         | Message::WatchAccess { id, .. }
         | Message::FinishWatch { id, .. }
         | Message::PowerOff { id }

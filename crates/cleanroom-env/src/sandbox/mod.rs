@@ -234,26 +234,14 @@ impl SandboxEnv {
     /// Makes the directories of `path` that are missing, remembering them.
     fn make_mount_point(&mut self, path: &str) -> Result<(), EnvError> {
         let root = self.root.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
-        let mut prefix = String::new();
-        for part in path.split('/').filter(|p| !p.is_empty()) {
-            prefix.push('/');
-            prefix.push_str(part);
-            if !root.is_dir(&prefix) {
-                root.create_dir_all(&prefix, 0o755)
-                    .map_err(|e| EnvError::io(format!("mount point {prefix}"), e))?;
-                self.mount_points.push(prefix.clone());
-            }
-        }
+        let made = root.make_mount_point(path).map_err(|e| EnvError::io("making a mount point", e))?;
+        self.mount_points.extend(made);
         Ok(())
     }
 
-    /// Best effort: a mount point the phase filled (a sibling file the agent
-    /// made) stays, and shows in the environment's diff as the agent's doing.
     fn remove_mount_points(&mut self) {
         if let Some(root) = self.root.as_ref() {
-            for dir in self.mount_points.iter().rev() {
-                let _ = root.remove_dir_if_empty(dir);
-            }
+            root.remove_mount_points(&self.mount_points);
         }
         self.mount_points.clear();
     }

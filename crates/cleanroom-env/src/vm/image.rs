@@ -24,7 +24,7 @@ use crate::vm::protocol::{Listed, Listing};
 
 /// Changed with every change to what a machine image holds (PACKAGES,
 /// configure): an image of another recipe is rebuilt on its next use.
-pub const RECIPE: &str = "machine-1";
+pub const RECIPE: &str = "machine-3";
 
 /// What a machine has beyond the sandbox's packages.
 pub const PACKAGES: &[&str] = &["linux-image-cloud-amd64", "systemd-sysv", "kmod", "e2fsprogs", "iproute2"];
@@ -86,7 +86,7 @@ pub(crate) fn finish(dir: &Path, rootfs: &Path, progress: &mut dyn FnMut(&str)) 
 
 /// Runs a host tool on our own image; `ok` are the exit codes that mean it
 /// worked.
-fn run(mut cmd: Command, ok: &[i32]) -> Result<(), EnvError> {
+pub(crate) fn run(mut cmd: Command, ok: &[i32]) -> Result<(), EnvError> {
     let program = cmd.get_program().to_string_lossy().into_owned();
     let out = cmd.env_clear().output().map_err(|e| EnvError::io(format!("run {program}"), e))?;
     if !out.status.code().is_some_and(|c| ok.contains(&c)) {
@@ -116,9 +116,24 @@ fn fs_bytes(disk: &Path) -> Result<u64, EnvError> {
     }
 }
 
+/// Units masked in a machine image: each writes to the disk on every boot.
+const QUIET_UNITS: &[&str] = &[
+    "systemd-random-seed.service",
+    "systemd-update-utmp.service",
+    "systemd-update-utmp-runlevel.service",
+    // Logins on virtual consoles that nobody sees (login records too).
+    "getty@.service",
+    "autovt@.service",
+    "getty-static.service",
+    "apt-daily.timer",
+    "apt-daily-upgrade.timer",
+    "e2scrub_all.timer",
+    "fstrim.timer",
+];
+
 /// What a machine needs that a sandbox's root does not: its network set
-/// up by systemd-networkd at boot, with the address QEMU gives, and /tmp
-/// kept across boots.
+/// up by systemd-networkd at boot, with the address QEMU gives, /tmp kept
+/// across boots, and boots that leave no trace of their own.
 fn configure(rootfs: &Path) -> Result<(), EnvError> {
     let io = |what: &Path| {
         let what = what.display().to_string();
@@ -140,6 +155,21 @@ fn configure(rootfs: &Path) -> Result<(), EnvError> {
         let dir = rootfs.join("tmp").join(dir);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).map_err(io(&dir))?;
+    }
+    // A boot writes nothing of the machine's own to the disk, so that the
+    // env-diff shows only what its users did: the journal kept in memory,
+    // no random seed saved (the harness seeds every boot), no logins on
+    // consoles nobody sees and no login records, no periodic jobs whose stamps last (apt's daily runs, which
+    // would also hold apt's lock while an agent installs).
+    let journald = rootfs.join("etc/systemd/journald.conf.d");
+    std::fs::create_dir_all(&journald).map_err(io(&journald))?;
+    let file = journald.join("cleanroom.conf");
+    std::fs::write(&file, "[Journal]\nStorage=volatile\n").map_err(io(&file))?;
+    for unit in QUIET_UNITS {
+        let link = rootfs.join("etc/systemd/system").join(unit);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink("/dev/null", &link).map_err(io(&link))?;
+        }
     }
     let wants = rootfs.join("etc/systemd/system/multi-user.target.wants");
     std::fs::create_dir_all(&wants).map_err(io(&wants))?;
@@ -214,7 +244,7 @@ fn copy(from: &Path, to: &Path) -> Result<(), EnvError> {
 }
 
 /// Bytes the files of a tree take (our own image: links not followed).
-fn tree_bytes(tree: &[(PathBuf, std::fs::Metadata)]) -> u64 {
+pub(crate) fn tree_bytes(tree: &[(PathBuf, std::fs::Metadata)]) -> u64 {
     tree.iter().map(|(_, meta)| meta.blocks() * 512 + 4096).sum()
 }
 
@@ -245,7 +275,7 @@ fn listing(rootfs: &Path, tree: &[(PathBuf, std::fs::Metadata)], built_at: i64) 
 }
 
 /// Every entry below `root`, without following links.
-fn walk(root: &Path) -> Result<Vec<(PathBuf, std::fs::Metadata)>, EnvError> {
+pub(crate) fn walk(root: &Path) -> Result<Vec<(PathBuf, std::fs::Metadata)>, EnvError> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {

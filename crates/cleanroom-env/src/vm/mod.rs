@@ -28,6 +28,7 @@ pub mod protocol;
 mod qemu;
 mod qmp;
 mod recent;
+mod shown;
 mod snapshot;
 mod sweep;
 mod watch;
@@ -43,8 +44,8 @@ use std::time::Duration;
 
 use crate::access::AccessWatch;
 use crate::backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Needs, Network,
-    PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, HostMount, LimitState, Limits, Needs,
+    Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
 use crate::bounds::WalkLimits;
 use crate::cancel::CancelToken;
@@ -214,6 +215,7 @@ struct Booted {
 
 /// What the environment's file access and its phases share.
 struct Inner {
+    home: PathBuf,
     dir: PathBuf,
     image: Prepared,
     boot_from: BootFrom,
@@ -233,10 +235,11 @@ impl Inner {
         self.dir.join("disk.qcow2")
     }
 
-    /// Boots the disk in `mode`, after powering off what runs.
-    fn boot(&self, mode: Mode, network: Network) -> Result<Arc<Channel>, EnvError> {
+    /// Boots the disk in `mode` with the `shown` disks, after powering off
+    /// what runs.
+    fn boot(&self, mode: Mode, network: Network, shown: &[PathBuf]) -> Result<Arc<Channel>, EnvError> {
         let mut booted = self.booted.lock().unwrap_or_else(|p| p.into_inner());
-        self.boot_in(&mut booted, mode, network)
+        self.boot_in(&mut booted, mode, network, shown)
     }
 
     /// [`Inner::boot`], with the machine's slot locked by the caller.
@@ -245,6 +248,7 @@ impl Inner {
         booted: &mut Option<Booted>,
         mode: Mode,
         network: Network,
+        shown: &[PathBuf],
     ) -> Result<Arc<Channel>, EnvError> {
         if let Some(old) = booted.take() {
             power_off(old);
@@ -252,8 +256,10 @@ impl Inner {
         let socket = self.dir.join("agent.sock");
         let _ = std::fs::remove_file(&socket);
         let disk = self.disk();
+        // A snapshot's machine has no disk beyond the trial's: a phase that
+        // shows host directories boots cold.
         let snapshot = match self.boot_from {
-            BootFrom::Snapshot => Some(snapshot::ensure(
+            BootFrom::Snapshot if shown.is_empty() => Some(snapshot::ensure(
                 &self.image,
                 snapshot::Shape {
                     accel: self.accel,
@@ -262,12 +268,13 @@ impl Inner {
                     nic: network == Network::Outbound,
                 },
             )?),
-            BootFrom::Cold => None,
+            BootFrom::Snapshot | BootFrom::Cold => None,
         };
         let boot = qemu::Boot {
             kernel: &self.image.kernel,
             initramfs: &self.image.initramfs,
             disk: &disk,
+            shown,
             socket: &socket,
             accel: self.accel,
             cpus: self.cpus,
@@ -339,7 +346,7 @@ impl Port for Inner {
         if let Some(b) = booted.as_ref() {
             return Ok(b.channel.clone());
         }
-        self.boot_in(&mut booted, Mode::Service, Network::LoopbackOnly).map_err(io::Error::other)
+        self.boot_in(&mut booted, Mode::Service, Network::LoopbackOnly, &[]).map_err(io::Error::other)
     }
 }
 
@@ -377,6 +384,9 @@ pub struct VmEnv {
     inner: Arc<Inner>,
     files: MachineFiles,
     in_phase: bool,
+    /// Directories the guest made on the disk for this phase's mounts,
+    /// removed once it is powered off.
+    mount_points: Vec<String>,
 }
 
 impl VmEnv {
@@ -401,6 +411,7 @@ impl VmEnv {
             return Err(e);
         }
         let inner = Arc::new(Inner {
+            home: home.to_path_buf(),
             dir,
             image,
             boot_from,
@@ -413,7 +424,42 @@ impl VmEnv {
             phase_ran: std::sync::atomic::AtomicBool::new(false),
         });
         let files = MachineFiles { port: inner.clone(), made: Mutex::default() };
-        Ok(VmEnv { id, inner, files, in_phase: false })
+        Ok(VmEnv { id, inner, files, in_phase: false, mount_points: Vec::new() })
+    }
+
+    /// Mounts each host directory's disk (attached in this order) where
+    /// it goes.
+    fn show(&mut self, channel: &Channel, mounts: &[HostMount]) -> Result<(), EnvError> {
+        for (n, mount) in mounts.iter().enumerate() {
+            let serial = protocol::shown_serial(n);
+            let answer = channel
+                .call(
+                    |id| Message::Show { id, serial, path: mount.path.clone() },
+                    Vec::new(),
+                    POWER_OFF_TIMEOUT,
+                )
+                .map_err(|e| EnvError::io(format!("showing {}", mount.path), e))?;
+            if let Message::Failed { failure, .. } = answer.message {
+                return Err(EnvError::Phase(failure.message));
+            }
+            let made: Vec<String> = serde_json::from_slice(&answer.data)
+                .map_err(|e| EnvError::Phase(format!("the mount points of {}: {e}", mount.path)))?;
+            self.mount_points.extend(made);
+        }
+        Ok(())
+    }
+
+    /// Best effort, as the sandbox's: from the machine's agent alone, so
+    /// nothing of the phase runs while they go.
+    fn remove_mount_points(&mut self) {
+        if self.mount_points.is_empty() {
+            return;
+        }
+        let paths = std::mem::take(&mut self.mount_points);
+        if let Ok(channel) = self.inner.port() {
+            let _ =
+                channel.call(|id| Message::RemoveMountPoints { id, paths }, Vec::new(), POWER_OFF_TIMEOUT);
+        }
     }
 
     fn phase_channel(&self) -> Result<Arc<Channel>, EnvError> {
@@ -453,15 +499,17 @@ impl Environment for VmEnv {
         if self.in_phase {
             return Err(EnvError::Phase("a phase is already running".into()));
         }
-        if !options.mounts.is_empty() {
-            return Err(EnvError::Phase(
-                "the vm backend cannot show host directories inside a machine yet: agents installed on the host \
-                 (command: agents) need the sandbox backend"
-                    .into(),
-            ));
-        }
-        let channel = self.inner.boot(Mode::Machine, network)?;
+        let shown = options
+            .mounts
+            .iter()
+            .map(|mount| shown::disk_of(&self.inner.home, &mount.host))
+            .collect::<Result<Vec<_>, _>>()?;
+        let channel = self.inner.boot(Mode::Machine, network, &shown)?;
         self.in_phase = true;
+        if let Err(e) = self.show(&channel, &options.mounts) {
+            self.end_phase()?;
+            return Err(e);
+        }
         // Commands start once the disk's system has finished booting, as on
         // a machine one logs into.
         let mut settle = ExecRequest::login_shell(
@@ -521,6 +569,7 @@ impl Environment for VmEnv {
         self.inner.power_off();
         self.inner.phase_ran.store(true, Ordering::SeqCst);
         self.in_phase = false;
+        self.remove_mount_points();
         Ok(())
     }
 

@@ -14,6 +14,16 @@ use serde::{Deserialize, Serialize};
 /// The port's name, as QEMU's `virtserialport,name=` gives it to the guest.
 pub const PORT_NAME: &str = "org.cleanroom.agent";
 
+/// The serial number of the trial's disk, by which the guest finds it
+/// among the machine's disks.
+pub const DISK_SERIAL: &str = "cleanroom-disk";
+
+/// The serial number of the `n`th host directory's disk of a phase
+/// (vm/shown.rs).
+pub fn shown_serial(n: usize) -> String {
+    format!("cleanroom-shown-{n}")
+}
+
 /// The largest part of a frame either side accepts: a bound on what the
 /// other side can make this one allocate.
 pub const MAX_PART: u32 = 64 << 20;
@@ -162,6 +172,19 @@ pub enum Message {
     /// bind mount of it on itself); a path missing or reached through a
     /// link is left as it is.
     Seal {
+        id: u64,
+        paths: Vec<String>,
+    },
+    /// Mounts the read-only disk of serial number `serial` (a host
+    /// directory, vm/shown.rs) at `path`, making the directories it lacks;
+    /// the answer's bytes are those made, as a JSON list, outermost first.
+    Show {
+        id: u64,
+        serial: String,
+        path: String,
+    },
+    /// Removes the directories a [`Message::Show`] made, those left empty.
+    RemoveMountPoints {
         id: u64,
         paths: Vec<String>,
     },

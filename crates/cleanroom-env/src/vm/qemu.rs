@@ -14,7 +14,7 @@ use std::ffi::CString;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +23,7 @@ use crate::backend::Network;
 use crate::error::EnvError;
 use crate::output::Captured;
 use crate::sandbox::phase::Nat;
-use crate::vm::protocol::PORT_NAME;
+use crate::vm::protocol::{shown_serial, DISK_SERIAL, PORT_NAME};
 
 pub const QEMU: &str = "qemu-system-x86_64";
 
@@ -54,6 +54,9 @@ pub struct Boot<'a> {
     pub kernel: &'a Path,
     pub initramfs: &'a Path,
     pub disk: &'a Path,
+    /// Host directories' read-only disks (shown.rs), in the order of
+    /// their serial numbers (protocol::shown_serial).
+    pub shown: &'a [PathBuf],
     /// The agent's port: a Unix socket QEMU listens on.
     pub socket: &'a Path,
     pub accel: Accel,
@@ -73,6 +76,12 @@ pub struct Boot<'a> {
 /// The kernel's command line: the same on every boot, as a snapshot's
 /// memory holds it. What differs between boots comes in Message::Start.
 const APPEND: &str = "console=ttyS0 panic=-1 quiet loglevel=4 systemd.getty_auto=0 systemd.show_status=0";
+
+/// A path as the value of a QEMU option, where a comma ends the value
+/// unless doubled.
+fn option_value(path: &Path) -> String {
+    path.display().to_string().replace(',', ",,")
+}
 
 pub struct Machine {
     child: Child,
@@ -104,19 +113,24 @@ impl Machine {
             .arg("-drive")
             .arg(format!(
                 "file={},if=none,id=disk,format=qcow2,cache=writeback,discard=unmap",
-                boot.disk.display()
+                option_value(boot.disk)
             ))
-            .args(["-device", "virtio-blk-pci,drive=disk"])
+            .args(["-device", &format!("virtio-blk-pci,drive=disk,serial={DISK_SERIAL}")])
             .args(["-device", "virtio-serial-pci,id=serial"])
             .arg("-chardev")
-            .arg(format!("socket,id=agent,path={},server=on,wait=off", boot.socket.display()))
+            .arg(format!("socket,id=agent,path={},server=on,wait=off", option_value(boot.socket)))
             .args(["-device", &format!("virtserialport,bus=serial.0,chardev=agent,name={PORT_NAME}")]);
+        for (n, shown) in boot.shown.iter().enumerate() {
+            cmd.arg("-drive")
+                .arg(format!("file={},if=none,id=shown{n},format=raw,readonly=on", option_value(shown)))
+                .args(["-device", &format!("virtio-blk-pci,drive=shown{n},serial={}", shown_serial(n))]);
+        }
         let outbound = boot.network == Network::Outbound;
         if outbound {
             cmd.args(["-netdev", "user,id=net", "-device", "virtio-net-pci,netdev=net"]);
         }
         if let Some(qmp) = boot.qmp {
-            cmd.arg("-qmp").arg(format!("unix:{},server=on,wait=off", qmp.display()));
+            cmd.arg("-qmp").arg(format!("unix:{},server=on,wait=off", option_value(qmp)));
         }
         // QEMU reads the snapshot from an inherited descriptor: no shell,
         // no path for it to resolve.

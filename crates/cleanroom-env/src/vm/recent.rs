@@ -4,9 +4,35 @@
 //! last are removed. A snapshot removed while a machine resumes it stays
 //! readable through the descriptor QEMU inherits; an initramfs QEMU opens
 //! by its path, so a home keeps more of them than builds in use at once.
+//!
+//! Each is made under a work name of its maker ([`work_path`]) and renamed
+//! into place; what a maker that died left is removed by the next one.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use crate::sandbox::sweep::{owner_in_id_alive, Owner};
+
+/// The prefix of what is being made, followed by its maker's id.
+const MAKING: &str = ".make-";
+
+/// A new work name in `dir` for this process to make something under.
+pub fn work_path(dir: &Path) -> PathBuf {
+    dir.join(format!("{MAKING}{}", Owner::current().new_id()))
+}
+
+/// Removes the work files and directories of makers that died (killed in
+/// the middle of a boot, a save, a mkfs): a live maker's are left alone.
+pub fn remove_dead_makers(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_prefix(MAKING) else { continue };
+        if !owner_in_id_alive(id) {
+            let path = entry.path();
+            let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+        }
+    }
+}
 
 /// Opens `path`, marking it used.
 pub fn open(path: &Path) -> Option<File> {

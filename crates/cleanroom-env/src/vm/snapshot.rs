@@ -27,7 +27,6 @@ use sha2::{Digest, Sha256};
 
 use crate::backend::Network;
 use crate::error::EnvError;
-use crate::sandbox::sweep::{owner_in_id_alive, Owner};
 use crate::vm::protocol::Message;
 use crate::vm::qemu::{self, Accel};
 use crate::vm::qmp::Qmp;
@@ -52,9 +51,6 @@ pub struct Shape {
     pub nic: bool,
 }
 
-/// The prefix of a snapshot's work directory while it is made.
-const MAKING: &str = ".make-";
-
 /// The snapshot of `image` for `shape`, open (a snapshot pruned meanwhile
 /// stays readable), made now if there is none yet.
 pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
@@ -69,9 +65,9 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     if let Some(file) = recent::open(&path) {
         return Ok(file);
     }
-    remove_dead_makers(&dir);
-    // Short: Unix sockets are made in it. Named by its maker, for the sweep.
-    let work = dir.join(format!("{MAKING}{}", Owner::current().new_id()));
+    recent::remove_dead_makers(&dir);
+    // Short: Unix sockets are made in it.
+    let work = recent::work_path(&dir);
     let made = std::fs::create_dir(&work)
         .map_err(|e| EnvError::io(work.display().to_string(), e))
         .and_then(|()| make(image, shape, &work, &path));
@@ -85,18 +81,6 @@ pub fn ensure(image: &Prepared, shape: Shape) -> Result<File, EnvError> {
     made.map_err(failed)?;
     prune(&dir, &path);
     recent::open(&path).ok_or_else(|| failed(EnvError::Phase(format!("{} vanished", path.display()))))
-}
-
-/// Removes the work directories of makers that died (killed in the middle
-/// of a boot or a save): a live maker's is left alone.
-fn remove_dead_makers(dir: &Path) {
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(id) = name.strip_prefix(MAKING) else { continue };
-        if !owner_in_id_alive(id) {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 /// Removes all but the [`KEEP`] snapshots used last (`made` among them),
@@ -147,6 +131,7 @@ fn make(image: &Prepared, shape: Shape, work: &Path, path: &Path) -> Result<(), 
         kernel: &image.kernel,
         initramfs: &image.initramfs,
         disk: &disk,
+        shown: &[],
         socket: &socket,
         accel: shape.accel,
         cpus: shape.cpus,
