@@ -1,4 +1,5 @@
-//! The configuration (DESIGN.md): models and external agents, from
+//! The configuration (DESIGN.md): models, external agents and what the
+//! host gives the backends (`[vm]`), from
 //! `--config FILE`, else `./cleanroom.toml`, else
 //! `~/.config/cleanroom/config.toml`, laid over the built-in defaults.
 
@@ -35,8 +36,21 @@ const BUILT_IN_FILES: &[(&str, &str)] = agent_files![
 pub struct Config {
     pub models: BTreeMap<String, ModelConfig>,
     pub agents: BTreeMap<String, ExternalAgent>,
+    pub vm: VmConfig,
     /// The files read, in the order laid over each other.
     pub sources: Vec<String>,
+}
+
+/// What the host gives the vm backend.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmConfig {
+    /// PCI addresses of GPUs bound to vfio-pci, for passthrough.
+    #[serde(default)]
+    pub gpus: Vec<String>,
+    /// The file that set this section, for errors about it.
+    #[serde(skip)]
+    pub file: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +68,8 @@ struct FileConfig {
     models: BTreeMap<String, ModelConfig>,
     #[serde(default)]
     agents: BTreeMap<String, FileAgent>,
+    #[serde(default)]
+    vm: Option<VmConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -147,6 +163,9 @@ impl Config {
                 stop_hook: agent.stop_hook,
             };
             self.agents.insert(name, resolved);
+        }
+        if let Some(vm) = parsed.vm {
+            self.vm = VmConfig { file: Some(shown.to_string()), ..vm };
         }
         self.sources.push(shown.to_string());
         Ok(())

@@ -17,7 +17,7 @@ use crate::error::{input, internal, CliError};
 use crate::interrupt;
 use crate::prepare::{self, ToolSetup};
 
-pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
+pub fn calibrate(args: TasksCalibrateArgs, config_file: Option<&std::path::Path>) -> Result<(), CliError> {
     if args.runs < 2 {
         return Err(input("--runs must be at least 2: a spread needs two values"));
     }
@@ -25,7 +25,7 @@ pub fn calibrate(args: TasksCalibrateArgs) -> Result<(), CliError> {
         .iter()
         .map(|d| load_task(d))
         .collect::<Result<Vec<Task>, _>>()?;
-    let setup = ToolSetup::prepare(&args.backend, &tasks, "calibrate")?;
+    let setup = ToolSetup::prepare(&args.backend, config_file, &tasks, "calibrate")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let oracle = [AgentEntry { spec: AgentSpec::Oracle, spec_text: "oracle".into(), id: "oracle".into() }];

@@ -14,7 +14,7 @@ use crate::error::{input, internal, CliError};
 use crate::interrupt;
 use crate::prepare::{self, ToolSetup};
 
-pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
+pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Result<(), CliError> {
     let started = Instant::now();
     let mut rows: Vec<TaskCheck> = Vec::new();
     let mut tasks = Vec::new();
@@ -42,7 +42,7 @@ pub fn check(args: TasksCheckArgs) -> Result<(), CliError> {
             }
         }
     }
-    let setup = ToolSetup::prepare(&args.backend, &tasks, "check")?;
+    let setup = ToolSetup::prepare(&args.backend, config_file, &tasks, "check")?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let run_input = setup.input(&tasks, &[], 1, args.jobs, &cancel);

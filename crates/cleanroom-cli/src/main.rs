@@ -36,8 +36,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Image(args::ImageCommand::Build(a)) => image_cmd::build(a),
         Command::Tasks(TasksCommand::List(a)) => tasks_cmd::list(a),
-        Command::Tasks(TasksCommand::Check(a)) => check_cmd::check(a),
-        Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a),
+        Command::Tasks(TasksCommand::Check(a)) => check_cmd::check(a, cli.config.as_deref()),
+        Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a, cli.config.as_deref()),
         Command::Tasks(TasksCommand::New(a)) => new_cmd::new(a),
         Command::Run(a) => run_cmd::run(a, cli.config.as_deref()),
         Command::Report(a) => report_cmd::report(a),

@@ -2,19 +2,29 @@
 //! then have the runner prepare the tasks (sweep what dead runs left, make
 //! every image ready, stage every artifact), its progress printed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use cleanroom_env::{image, open_backend, Backend, CancelToken};
+use cleanroom_agent::{Config, ConfigError};
+use cleanroom_env::{image, open_backend, Backend, CancelToken, EnvError, HostConfig};
 use cleanroom_runner::{AgentEntry, AgentSetup, Prepared, RunInput};
 use cleanroom_task::Task;
 
 use crate::error::{input, CliError};
 use crate::reporter::preparation_line;
 
-/// The backend alone, so that a host that cannot run environments is told
-/// before anything is written.
-pub fn backend(name: &str) -> Result<Box<dyn Backend>, CliError> {
-    Ok(open_backend(name, &image::cleanroom_home())?)
+/// The backend alone, with what the host's configuration (`config_file`
+/// or the default locations) gives it, so that a host that cannot run
+/// environments is told before anything is written.
+pub fn backend(name: &str, config_file: Option<&Path>) -> Result<Box<dyn Backend>, CliError> {
+    let vm = Config::load(config_file)?.vm;
+    let host = HostConfig { vm_gpus: vm.gpus };
+    open_backend(name, &image::cleanroom_home(), &host).map_err(|e| match e {
+        EnvError::Config(message) => CliError::Config(ConfigError {
+            file: vm.file.unwrap_or_else(|| "(configuration)".into()),
+            message,
+        }),
+        other => other.into(),
+    })
 }
 
 /// Prepares `tasks` on `backend` (cleanroom_runner::prepare), printing its
@@ -40,8 +50,13 @@ pub struct ToolSetup {
 
 impl ToolSetup {
     /// Opens the backend `name` and prepares `tasks` on it.
-    pub fn prepare(name: &str, tasks: &[Task], label: &str) -> Result<ToolSetup, CliError> {
-        let backend = backend(name)?;
+    pub fn prepare(
+        name: &str,
+        config_file: Option<&Path>,
+        tasks: &[Task],
+        label: &str,
+    ) -> Result<ToolSetup, CliError> {
+        let backend = backend(name, config_file)?;
         let prepared = prepare(backend.as_ref(), tasks, label)?;
         Ok(ToolSetup { backend, prepared, agents: AgentSetup::default() })
     }

@@ -38,10 +38,11 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         models: config.models.clone(),
         agents: config.external_agents.clone(),
         sources: config.config_sources.clone(),
+        ..Config::default()
     };
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
-    let backend = prepare::backend(&config.backend)?;
+    let backend = prepare::backend(&config.backend, config_file)?;
     let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     let tasks = select_tasks(all_tasks, &config.task_ids)?;
     let agents = parse_agents(&config, &agent_config)?;

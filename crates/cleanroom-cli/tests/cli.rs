@@ -681,6 +681,65 @@ fn outcome_classes_are_recorded() {
     }
 }
 
+/// GPUs on the vm backend are the host's configuration's (`vm.gpus`,
+/// checked against the host's own /sys): none configured skips a GPU task
+/// saying what to configure; an entry that cannot be passed through is bad
+/// input naming the file and the entry, before anything runs.
+#[test]
+fn gpus_on_a_machine_come_from_the_configuration() {
+    let out = temp_out("vm-gpus");
+    let tasks = out.join("tasks");
+    make_class_task(&tasks, "count-gpu", "gpu = true");
+    let runs = out.join("runs");
+    let (output, run_dir) =
+        run(&runs, &["--tasks", tasks.to_str().unwrap(), "--agent", "oracle", "--backend", "vm"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["outcome"], "skipped");
+    let reason = results[0]["skip_reason"].as_str().unwrap();
+    assert!(reason.starts_with("gpus") && reason.contains("vm.gpus"), "{reason}");
+
+    // A device of this host that is not bound to vfio-pci, where it has one.
+    let bound_elsewhere =
+        std::fs::read_dir("/sys/bus/pci/devices").into_iter().flatten().flatten().find(|d| {
+            std::fs::read_link(d.path().join("driver"))
+                .is_ok_and(|driver| driver.file_name().is_some_and(|n| n != "vfio-pci"))
+        });
+    let mut cases = vec![
+        ("\"gpu0\"".to_string(), "vm.gpus[0]: \"gpu0\" is not a PCI address".to_string()),
+        ("\"0000:ff:1f.7\"".to_string(), "vm.gpus[0]: no PCI device 0000:ff:1f.7 on this host".to_string()),
+    ];
+    if let Some(device) = bound_elsewhere {
+        let address = device.file_name().to_string_lossy().into_owned();
+        cases.push((format!("\"{address}\""), format!("vm.gpus[0]: {address} is bound to ")));
+    }
+    for (entry, expected) in cases {
+        let config = out.join("cleanroom.toml");
+        std::fs::write(&config, format!("[vm]\ngpus = [{entry}]\n")).unwrap();
+        let output = cleanroom()
+            .arg("--config")
+            .arg(&config)
+            .args([
+                "run",
+                "--tasks",
+                tasks.to_str().unwrap(),
+                "--agent",
+                "oracle",
+                "--backend",
+                "vm",
+                "--out",
+            ])
+            .arg(out.join("refused"))
+            .output()
+            .unwrap();
+        let said = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{said}");
+        assert!(said.contains(&format!("{}: {expected}", config.display())), "{said}");
+        assert!(!out.join("refused").exists(), "a run directory was made: {said}");
+    }
+}
+
 #[test]
 fn tasks_check_vets_the_examples() {
     let output =

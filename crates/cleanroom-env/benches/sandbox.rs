@@ -102,6 +102,7 @@ fn main() {
         memory_mb: env_u64("BENCH_MEMORY_MB", 4096),
         disk_mb: env_u64("BENCH_DISK_MB", 20480),
         pids_max: env_u64("BENCH_PIDS_MAX", 4096),
+        gpus: 0,
         allow_unlimited: false,
     };
     let (home, remove_home) = match std::env::var_os("BENCH_HOME") {
@@ -109,7 +110,7 @@ fn main() {
         _ => (std::env::temp_dir().join(format!("cleanroom-bench-{}", std::process::id())), true),
     };
     let name = std::env::var("BENCH_BACKEND").unwrap_or_else(|_| "sandbox".into());
-    let backend = open_backend(&name, &home).expect("backend");
+    let backend = open_backend(&name, &home, &Default::default()).expect("backend");
     let backend = backend.as_ref();
     let started = Instant::now();
     backend

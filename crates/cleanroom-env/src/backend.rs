@@ -26,6 +26,9 @@ pub struct EnvSpec {
     pub disk_mb: u64,
     /// Most processes (threads count) the environment may hold at once.
     pub pids_max: u64,
+    /// GPUs the environment gets (only from a backend whose `unmet` does
+    /// not name `gpus`).
+    pub gpus: u32,
     /// Start even when a limit cannot be enforced (recorded as such).
     pub allow_unlimited: bool,
 }

@@ -32,6 +32,10 @@ pub enum EnvError {
     /// A base image name that `image::IMAGES` does not define (bad input).
     #[error("unknown image `{name}` (known images: {known})")]
     UnknownImage { name: String, known: String },
+    /// What the host's configuration gives a backend is unusable (bad
+    /// input): the message names the entry (`vm.gpus[0]: ...`).
+    #[error("{0}")]
+    Config(String),
     /// A base image cannot be built or read: no mirror, a bad `--mirror`, a
     /// damaged image.json.
     #[error("{0}")]

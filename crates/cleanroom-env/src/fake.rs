@@ -430,6 +430,7 @@ mod tests {
             memory_mb: 64,
             disk_mb: 64,
             pids_max: 64,
+            gpus: 0,
             allow_unlimited: false,
         }
     }

@@ -29,5 +29,5 @@ pub use cancel::CancelToken;
 pub use error::EnvError;
 pub use files::Files;
 pub use output::Captured;
-pub use registry::{open_backend, BACKENDS};
+pub use registry::{open_backend, HostConfig, BACKENDS};
 pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs};

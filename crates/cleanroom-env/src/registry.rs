@@ -10,11 +10,18 @@ use crate::vm::VmBackend;
 /// Every backend this build has, the default first.
 pub const BACKENDS: &[&str] = &["sandbox", "vm"];
 
+/// What the host's configuration gives the backends.
+#[derive(Debug, Clone, Default)]
+pub struct HostConfig {
+    /// PCI addresses of GPUs bound to vfio-pci, for the vm backend.
+    pub vm_gpus: Vec<String>,
+}
+
 /// The backend `name`, keeping its state under `home` (cleanroom's home).
-pub fn open_backend(name: &str, home: &Path) -> Result<Box<dyn Backend>, EnvError> {
+pub fn open_backend(name: &str, home: &Path, host: &HostConfig) -> Result<Box<dyn Backend>, EnvError> {
     match name {
         "sandbox" => Ok(Box::new(SandboxBackend::new(home)?)),
-        "vm" => Ok(Box::new(VmBackend::new(home)?)),
+        "vm" => Ok(Box::new(VmBackend::new(home)?.with_gpus(&host.vm_gpus)?)),
         other => Err(EnvError::UnknownBackend { name: other.to_string(), available: BACKENDS.join(", ") }),
     }
 }

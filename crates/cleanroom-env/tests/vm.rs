@@ -262,6 +262,19 @@ fn a_shown_directorys_disk_cannot_be_written_by_the_machines_root() {
     std::fs::remove_dir_all(&host_dir).unwrap();
 }
 
+/// With no GPU named for passthrough, a GPU task is skipped saying what to
+/// configure, and a machine asked for one anyway is refused: never made
+/// without it.
+#[test]
+fn gpus_come_only_from_the_configuration() {
+    let unmet = backend().unmet(&Needs::new(1, false, false));
+    assert_eq!(unmet.len(), 1);
+    assert!(unmet[0].need == "gpus" && unmet[0].why.contains("vm.gpus"), "{:?}", unmet[0]);
+    let err = backend().create(&EnvSpec { gpus: 1, ..spec() }).map(drop).unwrap_err();
+    assert!(err.to_string().contains("GPUs wanted: 1, and vm.gpus names 0"), "{err}");
+    assert!(backend().unmet(&Needs::new(0, false, false)).is_empty());
+}
+
 #[test]
 fn destroy_removes_the_machines_directory() {
     let mut env = env();

@@ -110,6 +110,7 @@ fn run(
         memory_mb: task.spec.environment.memory_mb,
         disk_mb: task.spec.environment.disk_mb,
         pids_max: PIDS_MAX,
+        gpus: needs(task).gpus,
         allow_unlimited: input.allow_unlimited,
     };
     let mut env = input.backend.create(&spec)?;

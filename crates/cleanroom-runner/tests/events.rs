@@ -58,7 +58,7 @@ fn a_real_run_reports_each_trial_phase_by_phase() {
     let root = temp_dir("events");
     write_task(&root.join("deploy"));
     let tasks = [load_task(&root.join("deploy")).unwrap()];
-    let backend = open_backend("sandbox", &image::cleanroom_home()).unwrap();
+    let backend = open_backend("sandbox", &image::cleanroom_home(), &Default::default()).unwrap();
     let mut events = Vec::new();
     let prepared = prepare(backend.as_ref(), &tasks, &root.join("cache"), root.join("staging"), &mut |e| {
         events.push(e.clone())

@@ -22,6 +22,7 @@
 mod channel;
 mod exec;
 mod files;
+mod gpus;
 pub mod image;
 mod initramfs;
 pub mod protocol;
@@ -91,6 +92,7 @@ pub struct VmBackend {
     images: Mutex<HashMap<String, Prepared>>,
     accel: OnceLock<Accel>,
     boot: BootFrom,
+    gpus: Arc<gpus::GpuPool>,
 }
 
 /// How machines start.
@@ -139,7 +141,20 @@ impl VmBackend {
         initramfs::guest_agent()?;
         let envs = home.join("vm-envs");
         std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
-        Ok(VmBackend { home: home.to_path_buf(), images: Mutex::default(), accel: OnceLock::new(), boot })
+        Ok(VmBackend {
+            home: home.to_path_buf(),
+            images: Mutex::default(),
+            accel: OnceLock::new(),
+            boot,
+            gpus: Arc::new(gpus::GpuPool::new(Vec::new())),
+        })
+    }
+
+    /// The backend with the GPUs at these PCI addresses for passthrough
+    /// (`vm.gpus` of the configuration), each checked usable first.
+    pub fn with_gpus(self, addresses: &[String]) -> Result<VmBackend, EnvError> {
+        let checked = gpus::check_all(addresses, &gpus::HostPaths::real())?;
+        Ok(VmBackend { gpus: Arc::new(gpus::GpuPool::new(checked)), ..self })
     }
 }
 
@@ -150,11 +165,15 @@ impl Backend for VmBackend {
 
     fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
         let mut unmet = Vec::new();
-        if needs.gpus > 0 {
-            unmet.push(Unmet {
-                need: "gpus",
-                why: "the vm backend has no GPU configured for passthrough (see docs/backends.md)".into(),
-            });
+        let configured = self.gpus.total();
+        if needs.gpus as usize > configured {
+            let why = match configured {
+                0 => "the vm backend has no GPU for passthrough: name GPUs bound to vfio-pci in vm.gpus of the \
+                      configuration (docs/backends.md)"
+                    .to_string(),
+                n => format!("the task needs {} GPUs, and vm.gpus of the configuration names {n}", needs.gpus),
+            };
+            unmet.push(Unmet { need: "gpus", why });
         }
         unmet
     }
@@ -199,11 +218,24 @@ impl Backend for VmBackend {
             .cloned()
             .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
         let accel = self.accel.get().copied().unwrap_or(Accel::Tcg);
-        Ok(Box::new(VmEnv::create(&self.home, image, accel, self.boot, spec)?))
+        let gpus = HeldGpus { gpus: self.gpus.take(spec.gpus as usize)?, pool: self.gpus.clone() };
+        Ok(Box::new(VmEnv::create(&self.home, image, accel, self.boot, spec, gpus)?))
     }
 
     fn accelerator(&self) -> Option<&'static str> {
         self.accel.get().map(|a| a.as_str())
+    }
+}
+
+/// GPUs a machine holds for its life, given back when it is gone.
+struct HeldGpus {
+    gpus: Vec<String>,
+    pool: Arc<gpus::GpuPool>,
+}
+
+impl Drop for HeldGpus {
+    fn drop(&mut self) {
+        self.pool.give_back(std::mem::take(&mut self.gpus));
     }
 }
 
@@ -224,6 +256,8 @@ struct Inner {
     memory_mb: u64,
     pids_max: u64,
     resolv_conf: PathBuf,
+    /// PCI addresses of the GPUs a phase boots with.
+    gpus: Vec<String>,
     booted: Mutex<Option<Booted>>,
     /// A phase has run: from then on a machine that does not boot, or an
     /// agent that stops answering between phases, is the disk's doing.
@@ -256,10 +290,12 @@ impl Inner {
         let socket = self.dir.join("agent.sock");
         let _ = std::fs::remove_file(&socket);
         let disk = self.disk();
-        // A snapshot's machine has no disk beyond the trial's: a phase that
-        // shows host directories boots cold.
+        // A phase gets the GPUs; the agent's file work does without.
+        let gpus: &[String] = if mode == Mode::Machine { &self.gpus } else { &[] };
+        // A snapshot's machine has no device beyond the trial's disk: a phase
+        // that shows host directories or has GPUs boots cold.
         let snapshot = match self.boot_from {
-            BootFrom::Snapshot if shown.is_empty() => Some(snapshot::ensure(
+            BootFrom::Snapshot if shown.is_empty() && gpus.is_empty() => Some(snapshot::ensure(
                 &self.image,
                 snapshot::Shape {
                     accel: self.accel,
@@ -275,6 +311,7 @@ impl Inner {
             initramfs: &self.image.initramfs,
             disk: &disk,
             shown,
+            gpus,
             socket: &socket,
             accel: self.accel,
             cpus: self.cpus,
@@ -387,6 +424,8 @@ pub struct VmEnv {
     /// Directories the guest made on the disk for this phase's mounts,
     /// removed once it is powered off.
     mount_points: Vec<String>,
+    /// Dropped after the machine's teardown (fields drop after `drop`).
+    _gpus: HeldGpus,
 }
 
 impl VmEnv {
@@ -396,6 +435,7 @@ impl VmEnv {
         accel: Accel,
         boot_from: BootFrom,
         spec: &EnvSpec,
+        gpus: HeldGpus,
     ) -> Result<VmEnv, EnvError> {
         let me = Owner::current();
         let id = me.new_id();
@@ -420,11 +460,12 @@ impl VmEnv {
             memory_mb: spec.memory_mb,
             pids_max: spec.pids_max,
             resolv_conf,
+            gpus: gpus.gpus.clone(),
             booted: Mutex::new(None),
             phase_ran: std::sync::atomic::AtomicBool::new(false),
         });
         let files = MachineFiles { port: inner.clone(), made: Mutex::default() };
-        Ok(VmEnv { id, inner, files, in_phase: false, mount_points: Vec::new() })
+        Ok(VmEnv { id, inner, files, in_phase: false, mount_points: Vec::new(), _gpus: gpus })
     }
 
     /// Mounts each host directory's disk (attached in this order) where

@@ -57,6 +57,8 @@ pub struct Boot<'a> {
     /// Host directories' read-only disks (shown.rs), in the order of
     /// their serial numbers (protocol::shown_serial).
     pub shown: &'a [PathBuf],
+    /// PCI addresses of host GPUs bound to vfio-pci, passed through.
+    pub gpus: &'a [String],
     /// The agent's port: a Unix socket QEMU listens on.
     pub socket: &'a Path,
     pub accel: Accel,
@@ -124,6 +126,11 @@ impl Machine {
             cmd.arg("-drive")
                 .arg(format!("file={},if=none,id=shown{n},format=raw,readonly=on", option_value(shown)))
                 .args(["-device", &format!("virtio-blk-pci,drive=shown{n},serial={}", shown_serial(n))]);
+        }
+        for (n, address) in boot.gpus.iter().enumerate() {
+            // Each on a PCIe port of its own, as a GPU sits in a machine.
+            let port = format!("pcie-root-port,id=gpu{n},chassis={},slot=0", n + 1);
+            cmd.args(["-device", &port, "-device", &format!("vfio-pci,host={address},bus=gpu{n}")]);
         }
         let outbound = boot.network == Network::Outbound;
         if outbound {

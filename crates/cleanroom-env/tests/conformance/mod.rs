@@ -73,6 +73,7 @@ pub fn spec() -> EnvSpec {
         memory_mb: 512,
         disk_mb: 256,
         pids_max: 256,
+        gpus: 0,
         allow_unlimited: false,
     }
 }

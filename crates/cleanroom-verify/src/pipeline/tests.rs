@@ -86,6 +86,7 @@ fn fixture(
         memory_mb: 512,
         disk_mb: 512,
         pids_max: 64,
+        gpus: 0,
         allow_unlimited: false,
     };
     let env = backend.create(&spec).unwrap();
