@@ -37,11 +37,7 @@ pub fn disk_of(home: &Path, dir: &Path) -> Result<PathBuf, EnvError> {
     }
     // One maker at a time in a home: trials that start together with one
     // agent make its disk once.
-    let lock = std::fs::File::open(&disks).map_err(|e| EnvError::io(disks.display().to_string(), e))?;
-    // SAFETY: flock on a descriptor we hold; released when it closes.
-    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
-        return Err(EnvError::io(format!("locking {}", disks.display()), std::io::Error::last_os_error()));
-    }
+    let _lock = crate::image::lock(&disks.join("shown.lock"), "a host directory's disk", &mut |_| {})?;
     if recent::open(&path).is_some() {
         return Ok(path);
     }
