@@ -1,5 +1,5 @@
 //! The configuration (DESIGN.md): models, external agents and what the
-//! host gives the backends (`[vm]`), from
+//! host gives the backends (`[vm]`, `[ssh]`), from
 //! `--config FILE`, else `./cleanroom.toml`, else
 //! `~/.config/cleanroom/config.toml`, laid over the built-in defaults.
 
@@ -37,6 +37,8 @@ pub struct Config {
     pub models: BTreeMap<String, ModelConfig>,
     pub agents: BTreeMap<String, ExternalAgent>,
     pub vm: VmConfig,
+    /// The ssh backend's hosts (`[ssh]`).
+    pub ssh: cleanroom_env::ssh::SshConfig,
     /// The files read, in the order laid over each other.
     pub sources: Vec<String>,
 }
@@ -70,6 +72,8 @@ struct FileConfig {
     agents: BTreeMap<String, FileAgent>,
     #[serde(default)]
     vm: Option<VmConfig>,
+    #[serde(default)]
+    ssh: Option<cleanroom_env::ssh::SshConfig>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,6 +170,10 @@ impl Config {
         }
         if let Some(vm) = parsed.vm {
             self.vm = VmConfig { file: Some(shown.to_string()), ..vm };
+        }
+        if let Some(ssh) = parsed.ssh {
+            ssh.check().map_err(err)?;
+            self.ssh = cleanroom_env::ssh::SshConfig { file: Some(shown.to_string()), ..ssh };
         }
         self.sources.push(shown.to_string());
         Ok(())

@@ -16,11 +16,17 @@ use crate::reporter::preparation_line;
 /// or the default locations) gives it, so that a host that cannot run
 /// environments is told before anything is written.
 pub fn backend(name: &str, config_file: Option<&Path>) -> Result<Box<dyn Backend>, CliError> {
-    let vm = Config::load(config_file)?.vm;
-    let host = HostConfig { vm_gpus: vm.gpus };
+    let config = Config::load(config_file)?;
+    let file = match name {
+        "ssh" => config.ssh.file.clone(),
+        _ => config.vm.file.clone(),
+    };
+    let host = HostConfig { vm_gpus: config.vm.gpus, ssh: config.ssh };
     open_backend(name, &image::cleanroom_home(), &host).map_err(|e| match e {
         EnvError::Config(message) => CliError::Config(ConfigError {
-            file: vm.file.unwrap_or_else(|| "(configuration)".into()),
+            file: file
+                .or(config_file.map(|f| f.display().to_string()))
+                .unwrap_or_else(|| "(configuration)".into()),
             message,
         }),
         other => other.into(),

@@ -193,6 +193,17 @@ fn adversarial_agents_never_pass_on_a_machine() {
     );
 }
 
+/// On hosts the agent is root of, as on a machine: only the walls in front
+/// of this machine must hold; the agent's phase ends with the host's
+/// reboot, which the worker that moves itself out of its cgroup does not
+/// survive. The agents whose attacks meet the backend (the verifier's
+/// copy, a survivor, the walls); what plant-outputs tries is the harness's
+/// to stop on every backend, and costs minutes on emulated hosts.
+#[test]
+fn adversarial_agents_never_pass_on_hosts() {
+    adversarial_agents_never_pass_on("ssh", &["search-verifier", "detached-tamper", "probe-walls"]);
+}
+
 fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
     let out = temp_out(&format!("adversarial-{backend}"));
     let mut args = vec![
@@ -203,6 +214,9 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
         "--backend".into(),
         backend.into(),
     ];
+    if backend == "ssh" {
+        args.extend(["--config".into(), TEST_HOSTS.into()]);
+    }
     for a in agents {
         args.push("--agent".into());
         args.push(format!("script:{}", fixtures(&format!("tests/fixtures/agents/{a}.sh"))));
@@ -242,7 +256,7 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
     let open: Vec<&str> = report
         .lines()
         .filter(|l| l.starts_with("OPEN"))
-        .filter(|l| backend != "vm" || host_facing(l))
+        .filter(|l| backend == "sandbox" || host_facing(l))
         .collect();
     assert!(open.is_empty(), "walls that did not hold:\n{}", open.join("\n"));
     if let Some(hooks) = by_agent(&results, "script-verify-hooks-sh").first() {
@@ -715,29 +729,67 @@ fn gpus_on_a_machine_come_from_the_configuration() {
         cases.push((format!("\"{address}\""), format!("vm.gpus[0]: {address} is bound to ")));
     }
     for (entry, expected) in cases {
-        let config = out.join("cleanroom.toml");
-        std::fs::write(&config, format!("[vm]\ngpus = [{entry}]\n")).unwrap();
-        let output = cleanroom()
-            .arg("--config")
-            .arg(&config)
-            .args([
-                "run",
-                "--tasks",
-                tasks.to_str().unwrap(),
-                "--agent",
-                "oracle",
-                "--backend",
-                "vm",
-                "--out",
-            ])
-            .arg(out.join("refused"))
-            .output()
-            .unwrap();
-        let said = text(&output);
-        assert_eq!(output.status.code(), Some(2), "{said}");
-        assert!(said.contains(&format!("{}: {expected}", config.display())), "{said}");
-        assert!(!out.join("refused").exists(), "a run directory was made: {said}");
+        refuses_config(&out, &tasks, "vm", &format!("[vm]\ngpus = [{entry}]\n"), &expected);
     }
+}
+
+/// A run on `backend` with `config` as the configuration is bad input
+/// (exit 2) that names the file and says `expected`, and writes nothing.
+fn refuses_config(out: &Path, tasks: &Path, backend: &str, config: &str, expected: &str) {
+    let file = out.join("cleanroom.toml");
+    std::fs::write(&file, config).unwrap();
+    let output = cleanroom()
+        .arg("--config")
+        .arg(&file)
+        .args(["run", "--tasks", tasks.to_str().unwrap(), "--agent", "oracle", "--backend", backend, "--out"])
+        .arg(out.join("refused"))
+        .output()
+        .unwrap();
+    let said = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains(&format!("{}: {expected}", file.display())), "{said}");
+    assert!(!out.join("refused").exists(), "a run directory was made: {said}");
+}
+
+/// Where `scripts/test-hosts.sh up` writes the configuration of its hosts
+/// (CI's .ci/run starts two).
+const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
+
+/// The ssh backend's hosts come from the configuration: with none, or a
+/// pool that is neither hosts nor a provisioner, the run is bad input
+/// naming the file and the key, before anything runs; a GPU task that no
+/// configured host can take is skipped, saying what to declare.
+#[test]
+fn ssh_hosts_come_from_the_configuration() {
+    let out = temp_out("ssh-hosts");
+    let tasks = out.join("tasks");
+    make_class_task(&tasks, "count-gpu", "gpu = true");
+    refuses_config(&out, &tasks, "ssh", "", "ssh.pools: the ssh backend has no hosts");
+    refuses_config(
+        &out,
+        &tasks,
+        "ssh",
+        "[[ssh.pools]]\nname = \"cloud\"\ncreate = \"make-vm\"\n",
+        "ssh.pools[0].destroy: a provisioner needs destroy too",
+    );
+    let (output, _) = run(
+        &out.join("runs"),
+        &[
+            "--config",
+            TEST_HOSTS,
+            "--tasks",
+            tasks.to_str().unwrap(),
+            "--agent",
+            "oracle",
+            "--backend",
+            "ssh",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&only_run_dir(&out.join("runs")));
+    assert_eq!(results[0]["outcome"], "skipped");
+    let reason = results[0]["skip_reason"].as_str().unwrap();
+    assert!(reason.starts_with("gpus") && reason.contains("declare `gpus`"), "{reason}");
 }
 
 #[test]

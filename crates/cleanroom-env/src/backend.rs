@@ -146,6 +146,11 @@ pub struct PhaseOptions {
     /// path that is missing or reached through a link is left as it is
     /// (the tamper check has judged it already).
     pub sealed: Vec<String>,
+    /// The agent under test runs in this phase. A backend whose ordinary
+    /// phase end can miss a process that left its cgroup ends this phase
+    /// the strongest way it has (the ssh backend reboots the host); the
+    /// harness's own phases end the ordinary way.
+    pub agent: bool,
 }
 
 /// One path of the environment that differs from its base image.
@@ -219,6 +224,26 @@ pub struct Unmet {
     pub why: String,
 }
 
+/// The machine an environment is, where it is not made on this one (a
+/// host of the ssh backend), for the record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MachineRecord {
+    /// Its name in the configuration.
+    pub host: String,
+    /// What it calls itself.
+    pub hostname: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// GPUs the configuration says it has.
+    pub gpus_declared: u32,
+    /// GPUs its driver reports (`nvidia-smi`), by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<String>,
+    /// The GPU driver's version, where one runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+}
+
 /// A base image a backend has ready, for the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreparedImage {
@@ -268,6 +293,11 @@ pub trait Environment: Send + Sync {
     fn id(&self) -> &str;
 
     fn limits(&self) -> Limits;
+
+    /// The machine it is, where that is not this one.
+    fn machine(&self) -> Option<MachineRecord> {
+        None
+    }
 
     /// Its files: copying in, reading out, listing, removing (files.rs).
     fn files(&self) -> &dyn Files;

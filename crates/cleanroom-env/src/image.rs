@@ -367,13 +367,15 @@ fn plan(spec: &'static ImageSpec, mirror: Option<&str>, host: &Host) -> Result<b
     Ok(bootstrap::Plan { spec, mirror, security, extra: &[] })
 }
 
-/// Takes the exclusive lock at `path`, saying so when it has to wait for
-/// another builder of `what`.
-pub(crate) fn lock(
-    path: &Path,
-    what: &str,
-    progress: &mut dyn FnMut(&str),
-) -> Result<std::fs::File, EnvError> {
+/// The exclusive lock at `path`, taken or held by another process (the
+/// file, to wait on).
+pub(crate) enum Locked {
+    Mine(std::fs::File),
+    Elsewhere(std::fs::File),
+}
+
+/// Takes the exclusive lock at `path` if no other process holds it.
+pub(crate) fn try_lock(path: &Path) -> Result<Locked, EnvError> {
     let err = |e| EnvError::io(format!("locking {}", path.display()), e);
     let file = std::fs::File::options()
         .read(true)
@@ -384,12 +386,27 @@ pub(crate) fn lock(
         .map_err(err)?;
     // SAFETY: flock on a descriptor that `file` owns for the whole call.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(file);
+        return Ok(Locked::Mine(file));
     }
     let e = io::Error::last_os_error();
     if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
         return Err(err(e));
     }
+    Ok(Locked::Elsewhere(file))
+}
+
+/// Takes the exclusive lock at `path`, saying so when it has to wait for
+/// another builder of `what`.
+pub(crate) fn lock(
+    path: &Path,
+    what: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<std::fs::File, EnvError> {
+    let err = |e| EnvError::io(format!("locking {}", path.display()), e);
+    let file = match try_lock(path)? {
+        Locked::Mine(file) => return Ok(file),
+        Locked::Elsewhere(file) => file,
+    };
     progress(&format!("waiting for another build of {what}"));
     loop {
         // SAFETY: as above.

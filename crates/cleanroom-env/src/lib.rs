@@ -16,13 +16,15 @@ mod registry;
 mod rootfs;
 pub mod sandbox;
 pub mod seal;
+pub mod ssh;
 pub mod time;
 pub mod vm;
 
 pub use access::{AccessWatch, Accessed, FileId, Use};
 pub use backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
-    Limits, Needs, Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
+    Limits, MachineRecord, Needs, Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage,
+    SweepReport, Unmet,
 };
 pub use bounds::{Cancelled, WalkLimits, MAX_DEPTH, MAX_ENTRIES, MAX_NAME_BYTES, MAX_TIME};
 pub use cancel::CancelToken;

@@ -5,16 +5,19 @@ use std::path::Path;
 use crate::backend::Backend;
 use crate::error::EnvError;
 use crate::sandbox::SandboxBackend;
+use crate::ssh::{SshBackend, SshConfig};
 use crate::vm::VmBackend;
 
 /// Every backend this build has, the default first.
-pub const BACKENDS: &[&str] = &["sandbox", "vm"];
+pub const BACKENDS: &[&str] = &["sandbox", "vm", "ssh"];
 
 /// What the host's configuration gives the backends.
 #[derive(Debug, Clone, Default)]
 pub struct HostConfig {
     /// PCI addresses of GPUs bound to vfio-pci, for the vm backend.
     pub vm_gpus: Vec<String>,
+    /// The ssh backend's hosts and how to reach them.
+    pub ssh: SshConfig,
 }
 
 /// The backend `name`, keeping its state under `home` (cleanroom's home).
@@ -22,6 +25,7 @@ pub fn open_backend(name: &str, home: &Path, host: &HostConfig) -> Result<Box<dy
     match name {
         "sandbox" => Ok(Box::new(SandboxBackend::new(home)?)),
         "vm" => Ok(Box::new(VmBackend::new(home)?.with_gpus(&host.vm_gpus)?)),
+        "ssh" => Ok(Box::new(SshBackend::new(home, &host.ssh)?)),
         other => Err(EnvError::UnknownBackend { name: other.to_string(), available: BACKENDS.join(", ") }),
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
@@ -20,6 +20,7 @@ use cleanroom_env::vm::protocol::{Frame, Message, Status};
 use crate::serve::{Limits, Out};
 
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+const PARENT: &str = "cleanroom";
 /// What a command of a sealed phase cannot do: mount or unmount, use raw
 /// devices or create them, reboot, trace, lift immutability. Loading a
 /// module stays allowed: a verifier of a module task rebuilds and loads it
@@ -76,14 +77,16 @@ impl Commands {
     }
 }
 
+/// The cgroup every command's own is made in, where cgroup v2 is.
+pub fn parent_cgroup() -> Option<PathBuf> {
+    let root = PathBuf::from(CGROUP_ROOT);
+    root.join("cgroup.controllers").exists().then(|| root.join(PARENT))
+}
+
 /// `/sys/fs/cgroup/cleanroom` with the phase's limits, where cgroup v2 is.
 fn make_parent(limits: Limits) -> io::Result<PathBuf> {
-    let root = PathBuf::from(CGROUP_ROOT);
-    if !root.join("cgroup.controllers").exists() {
-        return Err(io::Error::other("no cgroup v2"));
-    }
-    let _ = std::fs::write(root.join("cgroup.subtree_control"), "+memory +pids");
-    let parent = root.join("cleanroom");
+    let parent = parent_cgroup().ok_or_else(|| io::Error::other("no cgroup v2"))?;
+    let _ = std::fs::write(Path::new(CGROUP_ROOT).join("cgroup.subtree_control"), "+memory +pids");
     std::fs::create_dir_all(&parent)?;
     if let Some(mb) = limits.memory_mb {
         std::fs::write(parent.join("memory.max"), (mb << 20).to_string())?;
@@ -225,14 +228,33 @@ fn run(
 fn signal_tree(pid: i32, cgroup: Option<&PathBuf>, sig: i32) {
     // SAFETY: signalling a process group; errors (gone already) are fine.
     unsafe { libc::kill(-pid, sig) };
-    let Some(cg) = cgroup else { return };
-    if sig == libc::SIGKILL && std::fs::write(cg.join("cgroup.kill"), "1").is_ok() {
+    match cgroup {
+        Some(cg) if sig == libc::SIGKILL => kill_cgroup(cg),
+        Some(cg) => signal_cgroup(cg, sig),
+        None => {}
+    }
+}
+
+/// Kills everything in the cgroup `cg` and those below it: by the
+/// cgroup's own kill where the kernel has it (no fork can outrun it),
+/// else a process at a time.
+pub fn kill_cgroup(cg: &Path) {
+    if std::fs::write(cg.join("cgroup.kill"), "1").is_ok() {
         return;
     }
+    signal_cgroup(cg, libc::SIGKILL);
+}
+
+fn signal_cgroup(cg: &Path, sig: i32) {
     for line in std::fs::read_to_string(cg.join("cgroup.procs")).unwrap_or_default().lines() {
         if let Ok(p) = line.parse::<i32>() {
-            // SAFETY: as above.
+            // SAFETY: signalling a process; errors (gone already) are fine.
             unsafe { libc::kill(p, sig) };
+        }
+    }
+    for child in std::fs::read_dir(cg).into_iter().flatten().flatten() {
+        if child.path().is_dir() {
+            signal_cgroup(&child.path(), sig);
         }
     }
 }

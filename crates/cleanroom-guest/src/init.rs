@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use cleanroom_env::vm::protocol::{Mode, DISK_SERIAL, PORT_NAME};
 
-use crate::serve::{self, Limits};
+use crate::serve::{self, Limits, Place};
 use crate::show::{disk_with_serial, DEVICE_WAIT};
 use crate::start;
 
@@ -71,6 +71,7 @@ fn boot() -> io::Result<()> {
                 SYSROOT,
                 Mode::Service,
                 Limits::none(),
+                Place::VirtualMachine,
             )?;
             Ok(())
         }
@@ -106,8 +107,14 @@ fn switch_root(port: File, limits: Limits) -> io::Result<()> {
         0 => {
             // SAFETY: setsid has no preconditions.
             unsafe { libc::setsid() };
-            let served =
-                serve::serve(Box::new(port.try_clone()?), Box::new(port), "/", Mode::Machine, limits);
+            let served = serve::serve(
+                Box::new(port.try_clone()?),
+                Box::new(port),
+                "/",
+                Mode::Machine,
+                limits,
+                Place::VirtualMachine,
+            );
             if let Err(e) = served {
                 eprintln!("cleanroom-guest: {e}");
             }

@@ -6,9 +6,12 @@
 //!
 //! `cleanroom-guest --serve-stdio ROOT` serves on standard input and output
 //! instead, with ROOT as the machine's root: the protocol's tests use it.
+//! `cleanroom-guest --serve-host NETWORK` serves a host that the harness
+//! reaches over SSH (host.rs).
 
 mod changes;
 mod exec;
+mod host;
 mod init;
 mod relay;
 mod serve;
@@ -19,26 +22,29 @@ use cleanroom_env::vm::protocol::Mode;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let [_, flag, root] = args.as_slice() {
-        if flag == "--serve-stdio" {
-            let served = serve::serve(
-                Box::new(std::io::stdin()),
-                Box::new(std::io::stdout()),
-                root,
-                Mode::Service,
-                serve::Limits::none(),
+    let served = match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [_, "--serve-stdio", root] => serve::serve(
+            Box::new(std::io::stdin()),
+            Box::new(std::io::stdout()),
+            root,
+            Mode::Service,
+            serve::Limits::none(),
+            serve::Place::VirtualMachine,
+        ),
+        [_, "--serve-host", network] => host::serve(network),
+        [_, "--reboot"] => host::reboot(),
+        // SAFETY: getpid has no preconditions.
+        _ if unsafe { libc::getpid() } == 1 => init::run(),
+        _ => {
+            eprintln!(
+                "usage: cleanroom-guest --serve-stdio ROOT | --serve-host outbound|loopback \
+                 (as PID 1, it is a virtual machine's init)"
             );
-            if let Err(e) = served {
-                eprintln!("cleanroom-guest: {e}");
-                std::process::exit(1);
-            }
-            return;
+            std::process::exit(2);
         }
+    };
+    if let Err(e) = served {
+        eprintln!("cleanroom-guest: {e}");
+        std::process::exit(1);
     }
-    // SAFETY: getpid has no preconditions.
-    if unsafe { libc::getpid() } != 1 {
-        eprintln!("usage: cleanroom-guest --serve-stdio ROOT (as PID 1, it is a virtual machine's init)");
-        std::process::exit(2);
-    }
-    init::run();
 }

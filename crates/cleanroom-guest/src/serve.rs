@@ -15,6 +15,9 @@ use cleanroom_env::{AccessWatch, CancelToken, Globs, Manifest, ReadError, RootFs
 
 use crate::{changes, exec, relay, show};
 
+/// How long the processes of a host's commands may take to die.
+const END_ALL_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Limits on the commands of a phase, from the harness's start.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -56,12 +59,23 @@ impl Out {
     }
 }
 
+/// Where the agent serves: what ending its service means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// A virtual machine's init: the machine is powered off after.
+    VirtualMachine,
+    /// A host reached over SSH (host.rs): every process of its commands is
+    /// killed first, as a power-off would.
+    Host,
+}
+
 pub fn serve(
     mut input: Box<dyn Read + Send>,
     output: Box<dyn Write + Send>,
     root: &str,
     mode: Mode,
     limits: Limits,
+    place: Place,
 ) -> io::Result<()> {
     let out = Out(Arc::new(Mutex::new(output)));
     let root = Arc::new(RootFs::open(std::path::Path::new(root))?);
@@ -143,10 +157,14 @@ pub fn serve(
             Message::Data { conn } => relays.deliver(conn, &data),
             Message::Close { conn } => relays.close(conn),
             Message::PowerOff { id } => {
+                let ended = match place {
+                    Place::Host => crate::host::end_all(END_ALL_TIMEOUT),
+                    Place::VirtualMachine => Ok(()),
+                };
                 // SAFETY: sync has no preconditions.
                 unsafe { libc::sync() };
-                out.done(id, Vec::new());
-                // The caller powers the machine off.
+                out.answer(id, ended.map(|()| Vec::new()));
+                // The caller powers the machine off, or the host's agent ends.
                 return Ok(());
             }
             other => {
@@ -228,6 +246,10 @@ fn files(root: &RootFs, out: &Out, message: Message, data: Vec<u8>) {
             Ok(fid) => out.send(Frame::new(Message::FileIdIs { id, dev: fid.dev, ino: fid.ino })),
             Err(e) => out.failed(id, Failure::of(&e)),
         },
+        Message::List { id, entries, depth, time_ms } => {
+            let listing = changes::listing(root.host_path(), entries, depth, Duration::from_millis(time_ms));
+            out.answer(id, listing.and_then(|l| serde_json::to_vec(&l).map_err(io::Error::other)))
+        }
         Message::Changes { id, entries, depth, time_ms } => {
             let result = (|| {
                 let listing = serde_json::from_slice(&data).map_err(io::Error::other)?;
@@ -265,6 +287,7 @@ fn request_id(message: &Message) -> u64 {
         | Message::RemoveMatching { id, .. }
         | Message::FileId { id, .. }
         | Message::Changes { id, .. }
+        | Message::List { id, .. }
         | Message::Listen { id, .. }
         | Message::Seal { id, .. }
         | Message::Show { id, .. }

@@ -116,11 +116,12 @@ fn run(
     let mut env = input.backend.create(&spec)?;
     record.limits = Some(env.limits());
     record.accelerator = input.backend.accelerator().map(String::from);
+    record.machine = env.machine();
     let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
     let ctx = input.agent_setup.context(input.timeout_multiplier);
     env.begin_phase_with(
         network,
-        &PhaseOptions { mounts: phase_mounts(&agent.spec, &ctx), ..Default::default() },
+        &PhaseOptions { mounts: phase_mounts(&agent.spec, &ctx), agent: true, ..Default::default() },
     )?;
     populate_workspace(env.as_ref(), task, &staged.dir)?;
     record.timings.environment = started.elapsed().as_secs_f64();

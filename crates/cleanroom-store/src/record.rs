@@ -62,6 +62,10 @@ pub struct TrialRecord {
     /// virtual machines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accelerator: Option<String>,
+    /// The host the trial ran on, on a backend of remote hosts (ssh): its
+    /// name, GPUs and driver as seen when the trial took it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<cleanroom_env::MachineRecord>,
     /// Model requests made, for agents that use a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
@@ -218,6 +222,7 @@ impl TrialRecord {
             attempt,
             error: None,
             accelerator: None,
+            machine: None,
             steps: None,
             model_retries: None,
             started_at: now.clone(),

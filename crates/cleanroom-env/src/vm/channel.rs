@@ -25,18 +25,21 @@ struct Routes {
     closed: Option<String>,
 }
 
+/// Where frames to the agent go: QEMU's socket, or an ssh session's input.
+type Writer = Arc<Mutex<Box<dyn Write + Send>>>;
+
 /// A handle that writes whole frames to the port, from any thread.
 #[derive(Clone)]
-pub struct FrameSender(Arc<Mutex<UnixStream>>);
+pub struct FrameSender(Writer);
 
 impl FrameSender {
     pub fn send(&self, frame: &Frame) -> io::Result<()> {
-        frame.write_to(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+        frame.write_to(&mut **self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
 pub struct Channel {
-    writer: Arc<Mutex<UnixStream>>,
+    writer: Writer,
     routes: Arc<Mutex<Routes>>,
     next: AtomicU64,
     pub mode: Mode,
@@ -64,12 +67,17 @@ impl Channel {
         };
         let mode = first_frame(&mut reader, began, timeout, alive, "the hello", hello)?;
         reader.set_read_timeout(None)?;
+        Ok(Channel::serving(Box::new(reader), Box::new(stream), mode))
+    }
+
+    /// The channel of an agent that has said hello in `mode` on `reader`.
+    pub fn serving(reader: Box<dyn Read + Send>, writer: Box<dyn Write + Send>, mode: Mode) -> Channel {
         let routes = Arc::new(Mutex::new(Routes::default()));
-        let writer = Arc::new(Mutex::new(stream));
+        let writer: Writer = Arc::new(Mutex::new(writer));
         let channel =
             Channel { writer: writer.clone(), routes: routes.clone(), next: AtomicU64::new(1), mode };
         std::thread::spawn(move || read_loop(reader, FrameSender(writer), routes));
-        Ok(channel)
+        channel
     }
 
     /// A new request id whose answers arrive on the receiver.
@@ -193,7 +201,7 @@ fn is_not_yet(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused)
 }
 
-fn read_loop(mut reader: UnixStream, writer: FrameSender, routes: Arc<Mutex<Routes>>) {
+fn read_loop(mut reader: Box<dyn Read + Send>, writer: FrameSender, routes: Arc<Mutex<Routes>>) {
     let why = loop {
         let frame = match Frame::read_from(&mut reader) {
             Ok(Some(frame)) => frame,

@@ -100,7 +100,7 @@ pub fn ensure(home: &Path, image_dir: &Path) -> Result<PathBuf, EnvError> {
 }
 
 /// The shared libraries and the loader `binary` needs, as `ldd` lists them.
-fn libraries(binary: &Path) -> Result<Vec<PathBuf>, EnvError> {
+pub(crate) fn libraries(binary: &Path) -> Result<Vec<PathBuf>, EnvError> {
     let out = Command::new(crate::sandbox::tool("ldd"))
         .arg(binary)
         .env_clear()

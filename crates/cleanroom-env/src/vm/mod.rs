@@ -19,20 +19,21 @@
 //! (snapshot.rs) unless `CLEANROOM_VM_BOOT=cold`, and the harness's first
 //! message (Message::Start) says which boot it is.
 
-mod channel;
-mod exec;
-mod files;
+pub(crate) mod channel;
+pub(crate) mod exec;
+pub(crate) mod files;
 mod gpus;
 pub mod image;
-mod initramfs;
+pub(crate) mod initramfs;
 pub mod protocol;
 mod qemu;
 mod qmp;
 mod recent;
+pub(crate) mod served;
 mod shown;
 mod snapshot;
-mod sweep;
-mod watch;
+pub(crate) mod sweep;
+pub(crate) mod watch;
 
 use std::collections::HashMap;
 use std::io;
@@ -46,7 +47,7 @@ use std::time::Duration;
 use crate::access::AccessWatch;
 use crate::backend::{
     Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, HostMount, LimitState, Limits, Needs,
-    Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage, SweepReport, Unmet,
+    Network, PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
 use crate::bounds::WalkLimits;
 use crate::cancel::CancelToken;
@@ -572,22 +573,7 @@ impl Environment for VmEnv {
     }
 
     fn listen_loopback(&self, port: u16) -> Result<TcpListener, EnvError> {
-        let channel = self.phase_channel()?;
-        // The harness's end is on the host's loopback at a port of its own;
-        // the guest's agent relays 127.0.0.1:`port` inside to it.
-        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| EnvError::io("listen on the host", e))?;
-        let addr = listener.local_addr().map_err(|e| EnvError::io("listen on the host", e))?;
-        channel.route_port(port, addr);
-        let answer = channel
-            .call(|id| Message::Listen { id, port }, Vec::new(), POWER_OFF_TIMEOUT)
-            .map_err(|e| EnvError::io(format!("listening on the machine's port {port}"), e))?;
-        if let Message::Failed { failure, .. } = answer.message {
-            return Err(EnvError::Phase(format!(
-                "listening on the machine's port {port}: {}",
-                failure.message
-            )));
-        }
-        Ok(listener)
+        served::listen(&*self.phase_channel()?, port, "machine")
     }
 
     fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
@@ -595,15 +581,7 @@ impl Environment for VmEnv {
     }
 
     fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
-        let channel = self.phase_channel()?;
-        let watch = watch::next_id();
-        let answer = channel
-            .call(|id| Message::WatchAccess { id, watch }, Vec::new(), POWER_OFF_TIMEOUT)
-            .map_err(|e| EnvError::io("watching the machine's files", e))?;
-        if let Message::Failed { failure, .. } = answer.message {
-            return Err(EnvError::Phase(format!("watching the machine's files: {}", failure.message)));
-        }
-        Ok(Some(Box::new(watch::MachineWatch { channel, watch })))
+        served::watch_access(self.phase_channel()?, "machine").map(Some)
     }
 
     fn end_phase(&mut self) -> Result<(), EnvError> {
@@ -626,38 +604,7 @@ impl Environment for VmEnv {
             None => EnvError::Broken(what.to_string()),
         };
         let channel = self.inner.port().map_err(|e| broken("booting the machine's disk", e))?;
-        let answer = channel
-            .call(
-                |id| Message::Changes {
-                    id,
-                    entries: limits.entries,
-                    depth: limits.depth,
-                    time_ms: limits.time.as_millis() as u64,
-                },
-                self.inner.image.listing.to_vec(),
-                limits.time + POWER_OFF_TIMEOUT,
-            )
-            .map_err(|e| broken("listing the machine's changes", e))?;
-        let found: protocol::Changes = match answer.message {
-            Message::Failed { failure, .. } => return Err(EnvError::Phase(failure.message)),
-            _ => serde_json::from_slice(&answer.data)
-                .map_err(|e| EnvError::Phase(format!("the machine's changes: {e}")))?,
-        };
-        let made = self.files.made.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let changes = found
-            .changes
-            .into_iter()
-            .filter(|(path, _)| !made.contains_key(path))
-            .map(|(path, letter)| PathChange {
-                path,
-                kind: match letter {
-                    'A' => PathChangeKind::Added,
-                    'D' => PathChangeKind::Deleted,
-                    _ => PathChangeKind::Modified,
-                },
-            })
-            .collect();
-        Ok(EnvDiff { changes, incomplete: found.incomplete })
+        served::changes(&channel, self.inner.image.listing.to_vec(), limits, &self.files, broken)
     }
 
     fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {

@@ -162,6 +162,15 @@ pub enum Message {
         depth: usize,
         time_ms: u64,
     },
+    /// Lists every entry of the root's file system; the answer's bytes are
+    /// the [`Listing`] JSON that a later [`Message::Changes`] compares with
+    /// (a host's own, where a machine image has one made at its build).
+    List {
+        id: u64,
+        entries: usize,
+        depth: usize,
+        time_ms: u64,
+    },
     /// Listens on the guest's 127.0.0.1:`port`; each connection is relayed
     /// to the harness as a [`Message::Accepted`] stream.
     Listen {

@@ -1,0 +1,96 @@
+//! The ssh backend, for real: the hosts of `scripts/test-hosts.sh up 2`
+//! (virtual machines booting Debian with sshd; CI's .ci/run starts them),
+//! reached with OpenSSH's client through the configuration the script
+//! printed. It runs the conformance suite's contract with phases ended by
+//! a kill of their cgroups (a reboot per phase end would make the suite
+//! take an hour under TCG), then what differs: a reboot, the default, ends
+//! even what left its cgroup, which a kill does not.
+
+mod conformance;
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use cleanroom_env::ssh::{PhaseEnd, SshBackend, SshConfig};
+use cleanroom_env::{Backend, EnvError, EnvSpec, LimitState, Needs, Network, PhaseOptions};
+use conformance::{processes_inside, sh, spec};
+
+/// Where `scripts/test-hosts.sh up` writes its configuration.
+const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
+
+fn home() -> PathBuf {
+    let dir = std::env::temp_dir().join("cleanroom-ssh-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn config(phase_end: PhaseEnd) -> SshConfig {
+    let text = std::fs::read_to_string(TEST_HOSTS).unwrap_or_else(|e| {
+        panic!("{TEST_HOSTS}: {e}: start the test hosts first (scripts/test-hosts.sh up 2)")
+    });
+    let file: toml::Value = toml::from_str(&text).unwrap();
+    let ssh: SshConfig = file["ssh"].clone().try_into().unwrap();
+    SshConfig { phase_end, ..ssh }
+}
+
+fn backend() -> &'static SshBackend {
+    static BACKEND: OnceLock<SshBackend> = OnceLock::new();
+    BACKEND.get_or_init(|| {
+        let backend = SshBackend::new(&home(), &config(PhaseEnd::Kill)).unwrap();
+        backend.sweep().expect("sweep");
+        backend
+    })
+}
+
+conformance::conformance_tests!(backend);
+
+#[test]
+fn a_reboot_ends_what_left_its_cgroup_and_a_kill_does_not() {
+    let marker = format!("cleanroom-escaped-{}", std::process::id());
+    // Moves itself out of its command's cgroup, as `systemd-run` would.
+    let escape =
+        format!("(echo $BASHPID > /sys/fs/cgroup/cgroup.procs && exec -a {marker} sleep 1000) & echo ok");
+    let mut survivors = Vec::new();
+    for phase_end in [PhaseEnd::Kill, PhaseEnd::Reboot] {
+        let backend = SshBackend::new(&home(), &config(phase_end)).unwrap();
+        let mut env = backend.create(&spec()).unwrap();
+        let agent = PhaseOptions { agent: true, ..Default::default() };
+        env.begin_phase_with(Network::LoopbackOnly, &agent).unwrap();
+        let (_, boot) = sh(env.as_ref(), "cat /proc/sys/kernel/random/boot_id");
+        let (status, out) = sh(env.as_ref(), &escape);
+        assert!(status.success(), "{out}");
+        assert_eq!(processes_inside(env.as_ref(), &marker), 1, "the escaped process runs");
+        env.end_phase().unwrap();
+        env.begin_phase(Network::LoopbackOnly).unwrap();
+        survivors.push(processes_inside(env.as_ref(), &marker));
+        let (_, boot_after) = sh(env.as_ref(), "cat /proc/sys/kernel/random/boot_id");
+        assert_eq!(boot == boot_after, phase_end == PhaseEnd::Kill, "a reboot, and only with reboot");
+        env.end_phase().unwrap();
+        env.begin_phase(Network::LoopbackOnly).unwrap();
+        let (_, boot_later) = sh(env.as_ref(), "cat /proc/sys/kernel/random/boot_id");
+        assert_eq!(boot_after, boot_later, "a phase without the agent ends without a reboot");
+        env.destroy().unwrap();
+    }
+    assert_eq!(survivors, [1, 0], "(kill, reboot)");
+}
+
+#[test]
+fn a_host_is_recorded_and_its_disk_is_its_own() {
+    let env = backend().create(&spec()).unwrap();
+    let machine = env.machine().expect("a host's record");
+    assert!(machine.host.starts_with("th-"), "{machine:?}");
+    assert_eq!(machine.hostname, "test-host");
+    assert_eq!((machine.gpus_declared, machine.driver), (0, None), "no GPU on the test hosts");
+    assert_eq!(env.limits().disk, LimitState::Unenforced);
+    env.destroy().unwrap();
+}
+
+#[test]
+fn gpu_tasks_are_skipped_until_a_host_declares_gpus() {
+    let unmet = backend().unmet(&Needs::new(1, false, false));
+    assert_eq!(unmet.len(), 1);
+    assert!(unmet[0].why.contains("declare `gpus`"), "{}", unmet[0].why);
+    assert!(backend().unmet(&Needs::new(0, false, false)).is_empty());
+    let err = backend().create(&EnvSpec { gpus: 1, ..spec() }).map(drop).unwrap_err();
+    assert!(matches!(err, EnvError::Phase(_)), "{err}");
+}
