@@ -2,6 +2,7 @@
 # Installs what cleanroom needs on a Debian or Ubuntu host (run as root):
 # the sandbox's tools (bubblewrap, slirp4netns, e2fsprogs, iproute2,
 # util-linux), QEMU for the vm backend (qemu-system-x86, qemu-utils),
+# OpenSSH's client for the ssh backend (and iptables for its test hosts),
 # debootstrap for base images, git for git artifacts, and a C
 # compiler for the Rust build, and patchelf for installing external agent
 # CLIs into self-contained prefixes. Rust itself comes from rustup.
@@ -11,7 +12,7 @@ if [ "$(id -u)" != 0 ]; then
   exit 2
 fi
 packages=(bubblewrap slirp4netns debootstrap e2fsprogs iproute2 util-linux mount git ca-certificates gcc libc6-dev patchelf
-  qemu-system-x86 qemu-utils)
+  qemu-system-x86 qemu-utils openssh-client iptables)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
