@@ -222,7 +222,7 @@ boot_host() {
   # the namespace would be reachable from the machine through QEMU's NAT).
   mkfifo -m 0600 "$dir/mon.in" "$dir/mon.out"
   : >"$dir/monitor.log"
-  cat <"$dir/mon.out" >>"$dir/monitor.log" &
+  cat <"$dir/mon.out" >>"$dir/monitor.log" 2>&1 &
   echo $! >"$dir/drain.pid"
   # cleanroom's own probe of this boot's KVM (a nested KVM can hang), else TCG.
   # No probe on this boot yet (no file): TCG.
@@ -234,7 +234,8 @@ boot_host() {
     -append "root=/dev/vda rw console=ttyS0 quiet" \
     -drive "file=$dir/disk.qcow2,if=virtio,format=qcow2,cache=unsafe" \
     -netdev "user,id=n0,hostfwd=tcp:$(guest_ip "$n"):22-:22" -device virtio-net-pci,netdev=n0 \
-    -daemonize -pidfile "$dir/qemu.pid"
+    -daemonize -pidfile "$dir/qemu.pid" </dev/null >/dev/null 2>"$dir/qemu.log" ||
+    die "th-$n's QEMU did not start: $(cat "$dir/qemu.log")"
 }
 
 qemu_running() {
@@ -379,8 +380,7 @@ reset() {
 }
 
 down() {
-  local count n ns dir pid
-  count=$(cat "$STATE/count" 2>/dev/null || echo 0)
+  local n ns dir pid
   for dir in "$STATE"/th-*; do
     [ -d "$dir" ] || continue
     n=${dir##*/th-}
@@ -392,7 +392,8 @@ down() {
     ip netns delete "$ns"
     rm -rf "/etc/netns/$ns"
   done
-  for veth in $(ip -o link show | awk -F': ' '$2 ~ /^crth[0-9]+@/ { split($2, a, "@"); print a[1] }'); do
+  # (A veth whose peer's namespace is gone makes `ip` complain.)
+  for veth in $(ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^crth[0-9]+@/ { split($2, a, "@"); print a[1] }'); do
     ip link delete "$veth" 2>/dev/null || true
   done
   rm -rf "$STATE"
