@@ -13,15 +13,26 @@ if [ "$(id -u)" != 0 ]; then
 fi
 packages=(bubblewrap slirp4netns debootstrap e2fsprogs iproute2 util-linux mount git ca-certificates gcc libc6-dev patchelf
   qemu-system-x86 qemu-utils openssh-client iptables)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
+not_installed() {
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+# Twice: installing one package can remove another (Debian's
+# qemu-system-x86 takes out a newer qemu-utils from backports), which the
+# second round puts back at the version that fits.
+for round in 1 2; do
+  mapfile -t missing < <(not_installed)
+  [ ${#missing[@]} -eq 0 ] && break
   echo "setup.sh: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  [ "$round" = 1 ] && apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+done
+mapfile -t missing < <(not_installed)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup.sh: ${missing[*]} would not stay installed (apt removed it for another package): install it by hand" >&2
+  exit 1
 fi
 if ! command -v cargo >/dev/null; then
   echo "setup.sh: cargo not found: install a current Rust toolchain (https://rustup.rs) and rerun" >&2
