@@ -103,6 +103,7 @@ fn main() {
         disk_mb: env_u64("BENCH_DISK_MB", 20480),
         pids_max: env_u64("BENCH_PIDS_MAX", 4096),
         gpus: 0,
+        gpu_driver: Default::default(),
         allow_unlimited: false,
     };
     let (home, remove_home) = match std::env::var_os("BENCH_HOME") {

@@ -29,6 +29,8 @@ pub struct EnvSpec {
     /// GPUs the environment gets (only from a backend whose `unmet` does
     /// not name `gpus`).
     pub gpus: u32,
+    /// Whether those GPUs come with the host's driver user space.
+    pub gpu_driver: GpuDriver,
     /// Start even when a limit cannot be enforced (recorded as such).
     pub allow_unlimited: bool,
 }
@@ -196,6 +198,8 @@ pub struct EnvDiff {
 pub struct Needs {
     /// GPUs the task's environment must have.
     pub gpus: u32,
+    /// With the host's driver user space, or without (`environment.gpu_driver`).
+    pub gpu_driver: GpuDriver,
     /// The task boots virtual machines of its own (QEMU inside).
     pub qemu: bool,
     /// Outbound network during the agent's phase.
@@ -207,13 +211,29 @@ pub struct Needs {
 
 impl Needs {
     pub fn new(gpus: u32, qemu: bool, network: bool) -> Needs {
-        Needs { gpus, qemu, network, machine: false }
+        Needs { gpus, qemu, network, ..Needs::default() }
+    }
+
+    /// These needs, with GPUs that come with `driver`.
+    pub fn with_gpu_driver(self, gpu_driver: GpuDriver) -> Needs {
+        Needs { gpu_driver, ..self }
     }
 
     /// These needs, and a machine of its own when `machine`.
     pub fn with_machine(self, machine: bool) -> Needs {
         Needs { machine, ..self }
     }
+}
+
+/// Whose NVIDIA driver user space an environment's GPUs come with
+/// (`environment.gpu_driver`): the host's, mounted read-only as NVIDIA's
+/// container toolkit does, or none, for the agent to install as on a fresh
+/// cloud VM. A machine with its own kernel (vm) can only have the latter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GpuDriver {
+    #[default]
+    Host,
+    Agent,
 }
 
 /// A need a backend cannot meet, and why.
@@ -225,7 +245,7 @@ pub struct Unmet {
 }
 
 /// The machine an environment is, where it is not made on this one (a
-/// host of the ssh backend), for the record.
+/// host of the ssh backend) or holds GPUs of this one, for the record.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MachineRecord {
     /// Its name in the configuration.
@@ -294,7 +314,8 @@ pub trait Environment: Send + Sync {
 
     fn limits(&self) -> Limits;
 
-    /// The machine it is, where that is not this one.
+    /// The machine it is, where that is not this one, or where it holds
+    /// GPUs of this one.
     fn machine(&self) -> Option<MachineRecord> {
         None
     }

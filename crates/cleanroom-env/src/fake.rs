@@ -431,6 +431,7 @@ mod tests {
             disk_mb: 64,
             pids_max: 64,
             gpus: 0,
+            gpu_driver: Default::default(),
             allow_unlimited: false,
         }
     }

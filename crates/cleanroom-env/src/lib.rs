@@ -10,6 +10,7 @@ mod error;
 pub mod fake;
 pub mod fanotify;
 mod files;
+mod gpu_pool;
 pub mod image;
 mod output;
 mod registry;
@@ -22,9 +23,9 @@ pub mod vm;
 
 pub use access::{AccessWatch, Accessed, FileId, Use};
 pub use backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, HostMount, LimitState,
-    Limits, MachineRecord, Needs, Network, PathChange, PathChangeKind, PhaseOptions, PreparedImage,
-    SweepReport, Unmet,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, ExitStatus, GpuDriver, HostMount,
+    LimitState, Limits, MachineRecord, Needs, Network, PathChange, PathChangeKind, PhaseOptions,
+    PreparedImage, SweepReport, Unmet,
 };
 pub use bounds::{Cancelled, WalkLimits, MAX_DEPTH, MAX_ENTRIES, MAX_NAME_BYTES, MAX_TIME};
 pub use cancel::CancelToken;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::backend::Backend;
 use crate::error::EnvError;
-use crate::sandbox::SandboxBackend;
+use crate::sandbox::{GpuHost, SandboxBackend};
 use crate::ssh::{SshBackend, SshConfig};
 use crate::vm::VmBackend;
 
@@ -23,7 +23,7 @@ pub struct HostConfig {
 /// The backend `name`, keeping its state under `home` (cleanroom's home).
 pub fn open_backend(name: &str, home: &Path, host: &HostConfig) -> Result<Box<dyn Backend>, EnvError> {
     match name {
-        "sandbox" => Ok(Box::new(SandboxBackend::new(home)?)),
+        "sandbox" => Ok(Box::new(SandboxBackend::new(home)?.with_gpus(GpuHost::discover()))),
         "vm" => Ok(Box::new(VmBackend::new(home)?.with_gpus(&host.vm_gpus)?)),
         "ssh" => Ok(Box::new(SshBackend::new(home, &host.ssh)?)),
         other => Err(EnvError::UnknownBackend { name: other.to_string(), available: BACKENDS.join(", ") }),

@@ -466,6 +466,45 @@ impl RootFs {
         }
     }
 
+    /// Readies `path` for a file mount: an empty file is made where nothing
+    /// is (`Ok(true)`: remove it with [`RootFs::remove_file_mount_point`]),
+    /// a regular file already there is mounted over (`Ok(false)`). Anything
+    /// else (a link, a directory, a parent that is not a real directory) is
+    /// refused, so the mount can never land elsewhere.
+    pub fn make_file_mount_point(&self, path: &str) -> io::Result<bool> {
+        let rel = rel_cstring(path)?;
+        let create = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+        match self.open_beneath_mode(&rel, create, 0o644) {
+            Ok(fd) => {
+                self.claim(path, EntryKind::File);
+                self.chown_fd(fd.as_fd()).map_err(|e| context(e, path))?;
+                return Ok(true);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) => return Err(context(e, path)),
+        }
+        let fd = self.open_beneath(&rel, libc::O_PATH | libc::O_NOFOLLOW).map_err(|e| context(e, path))?;
+        if fstat(fd.as_fd())?.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(context(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"), path));
+        }
+        Ok(false)
+    }
+
+    /// Removes a file [`RootFs::make_file_mount_point`] made, if it is still
+    /// an empty regular file (best effort, as for directories).
+    pub fn remove_file_mount_point(&self, path: &str) {
+        let Ok(comps) = components(path) else { return };
+        let Some((name, parent)) = comps.split_last() else { return };
+        let parent = if parent.is_empty() { ".".to_string() } else { parent.join("/") };
+        let (Ok(parent), Ok(name)) = (CString::new(parent), CString::new(*name)) else { return };
+        let Ok(dir) = self.open_beneath(&parent, DIR_FLAGS) else { return };
+        let empty_file = fstatat_nofollow(dir.as_fd(), &name)
+            .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_size == 0);
+        if empty_file {
+            let _ = unlinkat(dir.as_fd(), &name, 0);
+        }
+    }
+
     /// The directory at `path`, opened without following any link: a mount
     /// goes onto it through `/proc/self/fd`, never through a path the
     /// environment could have turned into a link.
@@ -491,8 +530,12 @@ impl RootFs {
     }
 
     fn open_beneath(&self, rel: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+        self.open_beneath_mode(rel, flags, 0)
+    }
+
+    fn open_beneath_mode(&self, rel: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
         let resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-        openat2(self.dir.as_fd(), rel, flags, 0, resolve)
+        openat2(self.dir.as_fd(), rel, flags, mode, resolve)
     }
 
     fn open_in_root(&self, rel: &CStr, flags: libc::c_int, mode: u32) -> io::Result<OwnedFd> {
@@ -1309,5 +1352,33 @@ mod tests {
         assert!(!globs(&["a/*/c/**"]).may_match_below("b"));
         assert!(Globs::new(&["a/[".to_string()]).is_err());
         assert!(!Globs::new(&[]).unwrap().is_match("x"));
+    }
+
+    #[test]
+    fn a_file_mount_point_is_made_only_where_nothing_is_and_never_through_a_link() {
+        let t = Temp::new();
+        write(&t.join("usr/lib/present.so"), b"real");
+        write(&t.join("etc/passwd"), b"root");
+        symlink("/etc/passwd", t.join("usr/lib/link.so")).unwrap();
+        symlink("/etc", t.join("usr/linkdir")).unwrap();
+        std::fs::create_dir(t.join("usr/lib/dir.so")).unwrap();
+        let root = RootFs::open(t.path()).unwrap();
+        assert!(root.make_file_mount_point("/usr/lib/new.so").unwrap(), "made");
+        assert_eq!(std::fs::metadata(t.join("usr/lib/new.so")).unwrap().len(), 0);
+        assert!(
+            !root.make_file_mount_point("/usr/lib/present.so").unwrap(),
+            "a regular file is mounted over"
+        );
+        for refused in ["/usr/lib/link.so", "/usr/lib/dir.so", "/usr/linkdir/passwd", "/usr/none/x.so"] {
+            assert!(root.make_file_mount_point(refused).is_err(), "{refused}");
+        }
+        assert_eq!(std::fs::read(t.join("etc/passwd")).unwrap(), b"root", "nothing written through a link");
+        root.remove_file_mount_point("/usr/lib/new.so");
+        assert!(!t.join("usr/lib/new.so").exists());
+        // Only an empty regular file goes: what a phase wrote there stays.
+        root.remove_file_mount_point("/usr/lib/present.so");
+        root.remove_file_mount_point("/usr/lib/link.so");
+        assert!(t.join("usr/lib/present.so").exists());
+        assert!(std::fs::symlink_metadata(t.join("usr/lib/link.so")).is_ok());
     }
 }

@@ -135,3 +135,92 @@ fn all_environments_together_leave_the_host_processes() {
     assert!(limit <= pid_max / 2, "all environments together may hold {limit} of {pid_max} pids");
     env.destroy().unwrap();
 }
+
+/// GPU passthrough's mounts, for real (bubblewrap, the overlay), with
+/// stand-ins for what a GPU host has: /dev/null and /dev/zero as the two
+/// GPUs' nodes, /dev/full as the control node, a file as the driver's
+/// library and a script as its tool. Whether NVIDIA's driver works through
+/// them needs a GPU host (docs/backends.md says how to check one).
+mod gpus {
+    use super::*;
+    use cleanroom_env::sandbox::{Gpu, GpuHost};
+    use cleanroom_env::{EnvSpec, GpuDriver};
+    use std::os::unix::fs::PermissionsExt;
+
+    fn backend(driver_dir: &std::path::Path) -> SandboxBackend {
+        let library = driver_dir.join("libcuda.so.570.124.06");
+        std::fs::write(&library, "stand-in for libcuda").unwrap();
+        let smi = driver_dir.join("nvidia-smi");
+        std::fs::write(&smi, "#!/bin/sh\necho stand-in for nvidia-smi\n").unwrap();
+        std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let host = GpuHost {
+            gpus: vec![
+                Gpu { index: 0, node: "/dev/null".into(), name: Some("first".into()) },
+                Gpu { index: 1, node: "/dev/zero".into(), name: Some("second".into()) },
+            ],
+            control: vec![("nvidiactl".into(), "/dev/full".into())],
+            libraries: vec![("libcuda.so.1".into(), library)],
+            programs: vec![("nvidia-smi".into(), smi)],
+            driver: Some("570.124.06".into()),
+        };
+        let backend = SandboxBackend::new(&home()).unwrap().with_gpus(host);
+        backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("base image");
+        backend
+    }
+
+    fn gpu_spec(driver: GpuDriver) -> EnvSpec {
+        EnvSpec { gpus: 1, gpu_driver: driver, ..spec() }
+    }
+
+    const LIBCUDA: &str = "/usr/lib/x86_64-linux-gnu/libcuda.so.1";
+
+    #[test]
+    fn an_environment_sees_its_gpus_nodes_and_the_drivers_files_read_only_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = backend(dir.path());
+        let mut first = backend.create(&gpu_spec(GpuDriver::Host)).unwrap();
+        let mut second = backend.create(&gpu_spec(GpuDriver::Host)).unwrap();
+        let mut shown = Vec::new();
+        for env in [&mut first, &mut second] {
+            env.begin_phase(Network::LoopbackOnly).unwrap();
+            let (_, nodes) = sh(env.as_ref(), "ls /dev | grep nvidia | tr '\\n' ' '");
+            shown.push(nodes.trim().to_string());
+            let (status, out) =
+                sh(env.as_ref(), &format!("nvidia-smi && cat {LIBCUDA} && test -c /dev/nvidiactl"));
+            assert!(status.success(), "{out}");
+            assert_eq!(out, "stand-in for nvidia-smi\nstand-in for libcuda");
+            let (status, out) = sh(env.as_ref(), &format!("echo x > {LIBCUDA} || echo refused"));
+            assert!(
+                status.success() && out.contains("Read-only file system") && out.contains("refused"),
+                "{out}"
+            );
+            // Of the host's /dev, only bubblewrap's own few nodes and these.
+            let (_, all) = sh(env.as_ref(), "ls /dev | grep -v -e nvidia -e shm -e pts | tr '\\n' ' '");
+            assert_eq!(all.trim(), "core fd full null ptmx random stderr stdin stdout tty urandom zero");
+        }
+        shown.sort();
+        assert_eq!(shown, ["nvidia0 nvidiactl", "nvidia1 nvidiactl"], "each holds its own GPU");
+        let machine = first.machine().expect("a GPU environment is on the record");
+        assert_eq!((machine.gpus_declared, machine.driver.as_deref()), (1, Some("570.124.06")));
+        for mut env in [first, second] {
+            env.end_phase().unwrap();
+            let diff = env.diff(&cleanroom_env::CancelToken::new().unwrap()).unwrap();
+            assert!(diff.changes.is_empty(), "the driver's mounts left {:?}", diff.changes);
+            env.destroy().unwrap();
+        }
+    }
+
+    #[test]
+    fn without_the_hosts_driver_an_environment_gets_the_nodes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = backend(dir.path());
+        let mut env = backend.create(&gpu_spec(GpuDriver::Agent)).unwrap();
+        env.begin_phase(Network::LoopbackOnly).unwrap();
+        let (_, out) = sh(
+            env.as_ref(),
+            &format!("ls /dev | grep nvidia | tr '\\n' ' '; command -v nvidia-smi || echo no-smi; ls {LIBCUDA} 2>&1"),
+        );
+        assert!(out.starts_with("nvidia1 nvidiactl no-smi\n") && out.contains("No such file"), "{out}");
+        env.destroy().unwrap();
+    }
+}

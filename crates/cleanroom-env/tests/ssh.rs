@@ -11,6 +11,7 @@ mod conformance;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use cleanroom_env::ssh::config::PoolConfig;
 use cleanroom_env::ssh::{PhaseEnd, SshBackend, SshConfig};
 use cleanroom_env::{Backend, EnvError, EnvSpec, LimitState, Needs, Network, PhaseOptions};
 use conformance::{processes_inside, sh, spec};
@@ -93,4 +94,30 @@ fn gpu_tasks_are_skipped_until_a_host_declares_gpus() {
     assert!(backend().unmet(&Needs::new(0, false, false)).is_empty());
     let err = backend().create(&EnvSpec { gpus: 1, ..spec() }).map(drop).unwrap_err();
     assert!(matches!(err, EnvError::Phase(_)), "{err}");
+}
+
+/// A provisioner's pool: `scripts/test-hosts.sh create` boots a new host
+/// for the trial (no host is configured), and `destroy` removes it after.
+#[test]
+fn a_provisioner_makes_a_host_for_the_trial_and_destroys_it_after() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/test-hosts.sh");
+    let script = script.canonicalize().unwrap().display().to_string();
+    let pool = PoolConfig {
+        name: "made".into(),
+        create: Some(format!("bash {script} create")),
+        destroy: Some(format!("bash {script} destroy {{name}}")),
+        ..Default::default()
+    };
+    let backend =
+        SshBackend::new(&home(), &SshConfig { pools: vec![pool], ..config(PhaseEnd::Kill) }).unwrap();
+    let mut env = backend.create(&spec()).unwrap();
+    let host = env.machine().expect("a host's record").host;
+    let state = std::path::Path::new(TEST_HOSTS).with_file_name(&host);
+    assert!(host.starts_with("th-1") && state.is_dir(), "{host} is a made host");
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "cat /etc/hostname");
+    assert!(status.success() && out.trim() == "test-host", "{out}");
+    env.end_phase().unwrap();
+    env.destroy().unwrap();
+    assert!(!state.exists(), "{host} destroyed with its environment");
 }

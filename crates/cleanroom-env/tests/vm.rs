@@ -14,8 +14,8 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use cleanroom_env::vm::{BootFrom, VmBackend};
 use cleanroom_env::{
     image, AccessWatch, Backend, CancelToken, EnvDiff, EnvError, EnvSpec, Environment, ExecOutcome,
-    ExecRequest, ExitStatus, Files, HostMount, Limits, Needs, Network, PhaseOptions, PreparedImage,
-    SweepReport, Unmet,
+    ExecRequest, ExitStatus, Files, GpuDriver, HostMount, Limits, Needs, Network, PhaseOptions,
+    PreparedImage, SweepReport, Unmet,
 };
 use conformance::{host_processes_with, processes_inside, sh, spec};
 
@@ -264,14 +264,17 @@ fn a_shown_directorys_disk_cannot_be_written_by_the_machines_root() {
 
 /// With no GPU named for passthrough, a GPU task is skipped saying what to
 /// configure, and a machine asked for one anyway is refused: never made
-/// without it.
+/// without it. A task that wants the host's driver is skipped too: a
+/// machine has its own kernel.
 #[test]
 fn gpus_come_only_from_the_configuration() {
-    let unmet = backend().unmet(&Needs::new(1, false, false));
+    let unmet = backend().unmet(&Needs::new(1, false, false).with_gpu_driver(GpuDriver::Agent));
     assert_eq!(unmet.len(), 1);
     assert!(unmet[0].need == "gpus" && unmet[0].why.contains("vm.gpus"), "{:?}", unmet[0]);
+    let unmet = backend().unmet(&Needs::new(1, false, false));
+    assert!(unmet.iter().any(|u| u.why.contains("set `environment.gpu_driver = \"agent\"`")), "{unmet:?}");
     let err = backend().create(&EnvSpec { gpus: 1, ..spec() }).map(drop).unwrap_err();
-    assert!(err.to_string().contains("GPUs wanted: 1, and vm.gpus names 0"), "{err}");
+    assert!(err.to_string().contains("GPUs wanted: 1, and the backend has 0"), "{err}");
     assert!(backend().unmet(&Needs::new(0, false, false)).is_empty());
 }
 

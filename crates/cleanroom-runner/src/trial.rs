@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
-use cleanroom_env::{EnvDiff, EnvError, EnvSpec, Globs, Needs, Network, PhaseOptions, WalkLimits};
+use cleanroom_env::{EnvDiff, EnvError, EnvSpec, Globs, GpuDriver, Needs, Network, PhaseOptions, WalkLimits};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
 use cleanroom_task::Task;
 use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Verdict};
@@ -111,6 +111,7 @@ fn run(
         disk_mb: task.spec.environment.disk_mb,
         pids_max: PIDS_MAX,
         gpus: needs(task).gpus,
+        gpu_driver: needs(task).gpu_driver,
         allow_unlimited: input.allow_unlimited,
     };
     let mut env = input.backend.create(&spec)?;
@@ -222,7 +223,12 @@ fn run(
 pub(crate) fn needs(task: &Task) -> Needs {
     let needs_gpu = task.spec.task.gpu || task.spec.environment.gpus > 0;
     let gpus = if needs_gpu { task.spec.environment.gpus.max(1) } else { 0 };
+    let gpu_driver = match task.spec.environment.gpu_driver {
+        cleanroom_task::GpuDriver::Host => GpuDriver::Host,
+        cleanroom_task::GpuDriver::Agent => GpuDriver::Agent,
+    };
     Needs::new(gpus, task.spec.task.qemu, task.spec.environment.network)
+        .with_gpu_driver(gpu_driver)
         .with_machine(task.spec.environment.machine)
 }
 

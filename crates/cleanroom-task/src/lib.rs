@@ -31,6 +31,6 @@ pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
 pub use load::{dir_name, load_task, load_tasks, Task};
 pub use rules::{build_globset, compile_glob, is_valid_task_id, parse_requirement};
 pub use spec::{
-    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle, Paper,
-    TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
+    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, GpuDriver, Oracle,
+    Paper, TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
 };

@@ -172,9 +172,37 @@ pub struct Environment {
     pub disk_mb: u64,
     pub network: bool,
     pub gpus: u32,
+    /// **[cleanroom]** Whose NVIDIA driver user space a GPU environment has.
+    pub gpu_driver: GpuDriver,
     /// **[cleanroom]** A machine of its own (a kernel, systemd): backends
     /// that share the host's kernel skip the task.
     pub machine: bool,
+}
+
+/// `environment.gpu_driver`: whether a GPU environment comes with the
+/// host's NVIDIA driver libraries and tools (mounted read-only, as NVIDIA's
+/// container toolkit does), or without, for the agent to install, as on a
+/// fresh cloud VM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuDriver {
+    Host,
+    Agent,
+}
+
+impl GpuDriver {
+    pub const ALL: [GpuDriver; 2] = [GpuDriver::Host, GpuDriver::Agent];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuDriver::Host => "host",
+            GpuDriver::Agent => "agent",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<GpuDriver> {
+        GpuDriver::ALL.into_iter().find(|d| d.as_str() == s)
+    }
 }
 
 impl Default for Environment {
@@ -186,6 +214,7 @@ impl Default for Environment {
             disk_mb: 20480,
             network: true,
             gpus: 0,
+            gpu_driver: GpuDriver::Host,
             machine: false,
         }
     }

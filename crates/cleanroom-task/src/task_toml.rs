@@ -11,8 +11,8 @@ use crate::rules::{
     is_debian_version, is_hex, is_valid_task_id, parse_requirement, relative_path_problem,
 };
 use crate::spec::{
-    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, Oracle, Paper,
-    TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
+    AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, GpuDriver, Oracle,
+    Paper, TaskMeta, TaskSpec, VerifyConfig, DEFAULT_ARTIFACT_DEST, DEFAULT_VERIFY_TIMEOUT_SEC,
 };
 use crate::toml_read::{Reader, Tab};
 
@@ -57,7 +57,8 @@ const SOURCE_KEYS: &[(&str, &[&str])] = &[
     ("crate", &["crate", "version", "sha256"]),
     ("debian-source", &["package", "version", "mirror", "sha256"]),
 ];
-const ENVIRONMENT_KEYS: &[&str] = &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus", "machine"];
+const ENVIRONMENT_KEYS: &[&str] =
+    &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus", "gpu_driver", "machine"];
 const AGENT_KEYS: &[&str] = &["timeout_sec"];
 const EXPERIMENT_KEYS: &[&str] = &["command", "outputs"];
 const ORACLE_KEYS: &[&str] = &["timeout_sec"];
@@ -512,6 +513,10 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
     let disk_mb = int_or(r, tab, "disk_mb", 1, d.disk_mb);
     let network = bool_or(r, tab, "network", d.network);
     let gpus = int_or(r, tab, "gpus", 0, d.gpus as u64);
+    let gpu_driver = match r.get(tab, "gpu_driver") {
+        None => Some(d.gpu_driver),
+        Some(_) => enum_value(r, tab, "gpu_driver", GpuDriver::parse, &GpuDriver::ALL.map(GpuDriver::as_str)),
+    };
     let machine = bool_or(r, tab, "machine", d.machine);
     Some(Environment {
         image: image?,
@@ -520,6 +525,7 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
         disk_mb: disk_mb?,
         network: network?,
         gpus: gpus?.min(u32::MAX as u64) as u32,
+        gpu_driver: gpu_driver?,
         machine: machine?,
     })
 }

@@ -3,7 +3,8 @@ mod common;
 use std::fs;
 
 use cleanroom_task::{
-    load_task, load_tasks, ArtifactSource, CheckFile, Comparison, CsvRow, Difficulty, Domain, Selector, Stage,
+    load_task, load_tasks, ArtifactSource, CheckFile, Comparison, CsvRow, Difficulty, Domain, GpuDriver,
+    Selector, Stage,
 };
 use common::{assert_error, errors, fixtures, write_task, BASE, CHECK};
 
@@ -109,6 +110,7 @@ fn minimal_task_gets_every_default() {
     assert_eq!(s.environment.disk_mb, 20480);
     assert!(s.environment.network);
     assert_eq!(s.environment.gpus, 0);
+    assert_eq!(s.environment.gpu_driver, GpuDriver::Host);
     assert!(s.experiment.is_none());
     assert_eq!(s.oracle.timeout_sec, 600, "oracle timeout defaults to the agent's");
     assert_eq!(s.verify.timeout_sec, 900);
@@ -259,6 +261,23 @@ fn wrong_types_and_values() {
     assert_error(&e, "task.toml", 9, "verify.protected", "expected a list of strings");
     let e = errors("schema_version = 1\ntask = 5\n[agent]\ntimeout_sec = 1\n", CHECK);
     assert_error(&e, "task.toml", 2, "task", "expected a table");
+    let e = errors(&format!("{BASE}[environment]\ngpus = 1\ngpu_driver = \"cuda\"\n"), CHECK);
+    assert_error(
+        &e,
+        "task.toml",
+        9,
+        "environment.gpu_driver",
+        "unknown value \"cuda\"; expected one of \"host\", \"agent\"",
+    );
+}
+
+#[test]
+fn the_gpu_driver_can_be_left_to_the_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = format!("{BASE}[environment]\ngpus = 2\ngpu_driver = \"agent\"\n");
+    let dir = write_task(tmp.path(), "fresh-vm", &toml, CHECK);
+    let t = load_task(&dir).unwrap();
+    assert_eq!((t.spec.environment.gpus, t.spec.environment.gpu_driver), (2, GpuDriver::Agent));
 }
 
 #[test]

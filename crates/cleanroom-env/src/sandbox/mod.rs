@@ -10,11 +10,13 @@
 //! - a cgroup (cgroup.rs) with the memory, process and CPU limits;
 //! - while a phase runs, a bubblewrap holder (phase.rs) with fresh PID, IPC,
 //!   UTS, network and cgroup namespaces, and commands entered into it
-//!   (spawn.rs).
+//!   (spawn.rs);
+//! - the host's GPUs it holds, if its task needs any (gpus.rs).
 
 mod caps;
 mod cgroup;
 mod diff;
+mod gpus;
 mod keeper;
 mod kernel_views;
 pub(crate) mod phase;
@@ -27,25 +29,30 @@ use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, Needs, Network,
-    PhaseOptions, PreparedImage, SweepReport, Unmet,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, LimitState, Limits, MachineRecord,
+    Needs, Network, PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
 use crate::bounds::WalkLimits;
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
 use crate::files::Files;
+use crate::gpu_pool::{GpuPool, HeldGpus};
 use crate::image;
 use crate::rootfs::RootFs;
 
+pub use gpus::{Gpu, GpuHost};
 pub use sweep::sweep;
 
 pub struct SandboxBackend {
     home: PathBuf,
     /// Image name → its root file system, filled by prepare_images.
     images: Mutex<HashMap<String, PathBuf>>,
+    gpu_host: Arc<GpuHost>,
+    /// The indices of `gpu_host`'s GPUs.
+    gpus: Arc<GpuPool>,
 }
 
 impl SandboxBackend {
@@ -66,7 +73,19 @@ impl SandboxBackend {
         }
         let envs = home.join("envs");
         std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
-        Ok(SandboxBackend { home: home.to_path_buf(), images: Mutex::new(HashMap::new()) })
+        Ok(SandboxBackend {
+            home: home.to_path_buf(),
+            images: Mutex::new(HashMap::new()),
+            gpu_host: Arc::default(),
+            gpus: Arc::new(GpuPool::new(Vec::new())),
+        })
+    }
+
+    /// This backend, giving environments the GPUs of `host`
+    /// ([`GpuHost::discover`] finds this host's).
+    pub fn with_gpus(self, host: GpuHost) -> SandboxBackend {
+        let indices = host.gpus.iter().map(|g| g.index.to_string()).collect();
+        SandboxBackend { gpus: Arc::new(GpuPool::new(indices)), gpu_host: Arc::new(host), ..self }
     }
 }
 
@@ -86,9 +105,7 @@ impl Backend for SandboxBackend {
 
     fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
         let mut unmet = Vec::new();
-        if needs.gpus > 0 {
-            unmet.push(Unmet { need: "gpus", why: "the sandbox backend has no GPU".into() });
-        }
+        unmet.extend(self.gpu_host.unmet(needs));
         if needs.machine {
             unmet.push(Unmet {
                 need: "machine",
@@ -126,7 +143,15 @@ impl Backend for SandboxBackend {
             .get(&spec.image)
             .cloned()
             .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
-        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec)?))
+        let gpus = match spec.gpus {
+            0 => None,
+            n => Some(EnvGpus {
+                held: self.gpus.take(n as usize)?,
+                host: self.gpu_host.clone(),
+                driver: spec.gpu_driver,
+            }),
+        };
+        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus)?))
     }
 }
 
@@ -142,6 +167,23 @@ pub struct SandboxEnv {
     /// Directories made as mount points for the current phase's host
     /// mounts, outermost first; removed again when the phase ends.
     mount_points: Vec<String>,
+    /// Empty files made as mount points for the current phase's driver
+    /// files; removed again when the phase ends.
+    file_points: Vec<String>,
+    gpus: Option<EnvGpus>,
+}
+
+/// The GPUs an environment holds for its life, and whose driver they come with.
+struct EnvGpus {
+    held: HeldGpus,
+    host: Arc<GpuHost>,
+    driver: crate::backend::GpuDriver,
+}
+
+impl EnvGpus {
+    fn indices(&self) -> Vec<u32> {
+        self.held.gpus.iter().filter_map(|i| i.parse().ok()).collect()
+    }
 }
 
 impl SandboxEnv {
@@ -149,7 +191,12 @@ impl SandboxEnv {
         self.root.as_ref().expect("the root is open until destroy")
     }
 
-    fn create(home: &Path, image_root: &Path, spec: &EnvSpec) -> Result<SandboxEnv, EnvError> {
+    fn create(
+        home: &Path,
+        image_root: &Path,
+        spec: &EnvSpec,
+        gpus: Option<EnvGpus>,
+    ) -> Result<SandboxEnv, EnvError> {
         if !image_root.join("usr").is_dir() {
             return Err(EnvError::NoImage(image_root.to_path_buf()));
         }
@@ -176,6 +223,8 @@ impl SandboxEnv {
             root: None,
             phase: None,
             mount_points: Vec::new(),
+            file_points: Vec::new(),
+            gpus,
         };
         env.limits.disk = LimitState::Enforced;
         env.check_limits(spec.allow_unlimited)?;
@@ -241,9 +290,41 @@ impl SandboxEnv {
 
     fn remove_mount_points(&mut self) {
         if let Some(root) = self.root.as_ref() {
+            for file in &self.file_points {
+                root.remove_file_mount_point(file);
+            }
             root.remove_mount_points(&self.mount_points);
         }
         self.mount_points.clear();
+        self.file_points.clear();
+    }
+
+    /// What the phase binds in of the GPUs this environment holds. A driver
+    /// file whose place the environment took (a link, a directory there) is
+    /// left out: the mount must land where it is shown, and a broken
+    /// library directory is the environment's own doing.
+    fn gpu_binds(&mut self) -> Result<gpus::GpuBinds, EnvError> {
+        let Some(held) = self.gpus.as_ref() else { return Ok(gpus::GpuBinds::default()) };
+        let root = self.root.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        let lib_dir = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+            .into_iter()
+            .find(|d| root.is_dir(d))
+            .unwrap_or("/usr/lib");
+        let mut binds = gpus::binds(&held.host, &held.indices(), held.driver, lib_dir);
+        let mut shown = Vec::new();
+        for file in binds.files {
+            match root.make_file_mount_point(&file.path) {
+                Ok(made) => {
+                    if made {
+                        self.file_points.push(file.path.clone());
+                    }
+                    shown.push(file);
+                }
+                Err(_) => continue,
+            }
+        }
+        binds.files = shown;
+        Ok(binds)
     }
 
     fn teardown(&mut self) -> Result<(), EnvError> {
@@ -281,6 +362,24 @@ impl Environment for SandboxEnv {
         self.limits
     }
 
+    fn machine(&self) -> Option<MachineRecord> {
+        let gpus = self.gpus.as_ref()?;
+        let indices = gpus.indices();
+        Some(MachineRecord {
+            host: "local".into(),
+            hostname: hostname(),
+            labels: Vec::new(),
+            gpus_declared: indices.len() as u32,
+            gpus: indices
+                .iter()
+                .map(|i| {
+                    gpus.host.gpu(*i).and_then(|g| g.name.clone()).unwrap_or_else(|| format!("nvidia{i}"))
+                })
+                .collect(),
+            driver: gpus.host.driver.clone(),
+        })
+    }
+
     fn files(&self) -> &dyn Files {
         self.rootfs()
     }
@@ -295,9 +394,20 @@ impl Environment for SandboxEnv {
         for mount in mounts {
             self.make_mount_point(&mount.path)?;
         }
+        let gpu = match self.gpu_binds() {
+            Ok(gpu) => gpu,
+            Err(e) => {
+                self.remove_mount_points();
+                return Err(e);
+            }
+        };
+        let binds = phase::Binds {
+            read_only: mounts.iter().chain(&gpu.files).collect(),
+            devices: gpu.devices.iter().collect(),
+        };
         let merged = self.dir.join("root");
         let procs = self.cgroup.procs_files();
-        let started = phase::Holder::start(keeper_pid, &merged, network, mounts, &procs)
+        let started = phase::Holder::start(keeper_pid, &merged, network, &binds, &procs)
             .and_then(|holder| seal::seal(holder.pid, &options.sealed).map(|()| holder));
         match started {
             Ok(holder) => self.phase = Some(holder),
@@ -349,6 +459,11 @@ impl Drop for SandboxEnv {
     fn drop(&mut self) {
         let _ = self.teardown();
     }
+}
+
+/// This host's name, for the record.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
 /// A host program that `SandboxBackend::new` checked is there.

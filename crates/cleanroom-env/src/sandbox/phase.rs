@@ -38,7 +38,15 @@ pub(crate) struct Nat {
     _exit: OwnedFd,
 }
 
-fn bwrap_args(merged: &Path, mounts: &[HostMount]) -> Vec<String> {
+/// What a phase binds in from the host: directories and files read-only,
+/// and device nodes (under the /dev that bubblewrap makes afresh).
+#[derive(Default)]
+pub(crate) struct Binds<'a> {
+    pub read_only: Vec<&'a HostMount>,
+    pub devices: Vec<&'a HostMount>,
+}
+
+fn bwrap_args(merged: &Path, binds: &Binds<'_>) -> Vec<String> {
     let mut args: Vec<String> = [
         "--bind",
         &merged.to_string_lossy(),
@@ -65,8 +73,11 @@ fn bwrap_args(merged: &Path, mounts: &[HostMount]) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    for mount in mounts {
+    for mount in &binds.read_only {
         args.extend(["--ro-bind".into(), mount.host.to_string_lossy().into_owned(), mount.path.clone()]);
+    }
+    for device in &binds.devices {
+        args.extend(["--dev-bind".into(), device.host.to_string_lossy().into_owned(), device.path.clone()]);
     }
     args.extend(caps::holder_bwrap_args());
     args.extend(["--block-fd".into(), BLOCK_FD.to_string(), "--info-fd".into(), INFO_FD.to_string()]);
@@ -79,7 +90,7 @@ impl Holder {
         keeper_pid: i32,
         merged: &Path,
         network: Network,
-        mounts: &[HostMount],
+        binds: &Binds<'_>,
         cgroup_procs: &[std::path::PathBuf],
     ) -> Result<Holder, EnvError> {
         let keeper_mnt = open_ns(keeper_pid, "mnt")?;
@@ -87,7 +98,7 @@ impl Holder {
         let (block_r, block_w) = pipe()?;
         let (info_r, info_w) = pipe()?;
         let mut cmd = Command::new(tool("bwrap"));
-        cmd.args(bwrap_args(merged, mounts))
+        cmd.args(bwrap_args(merged, binds))
             .env_clear()
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -165,9 +165,17 @@ impl Pool {
         state.in_use += 1;
         drop(state);
         let made = match host {
-            Some((host, lock)) => {
-                self.reset(&host).map(|()| self.lease(Target::of(&host, &self.ssh), &host, Some(lock)))
-            }
+            Some((host, lock)) => match self.reset(&host) {
+                Ok(()) => Ok(self.lease(Target::of(&host, &self.ssh), &host, Some(lock))),
+                Err(e) => {
+                    // The trial fails with the error; the run goes on without the host.
+                    eprintln!(
+                        "cleanroom: pool `{}`: host `{}` is left out of this run, its reset failed: {e}",
+                        self.config.name, host.name
+                    );
+                    Err(e)
+                }
+            },
             None => self.create(),
         };
         match made {
@@ -175,7 +183,6 @@ impl Pool {
             Err(e) => {
                 let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 state.in_use -= 1;
-                // A host whose reset failed is not handed out again.
                 self.freed.notify_all();
                 Err(e)
             }
@@ -324,6 +331,16 @@ mod tests {
         drop(pools.take(0).unwrap());
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "it's a\nit's a\n");
         assert!(pools.take(1).is_err(), "no host has a GPU");
+    }
+
+    #[test]
+    fn a_host_whose_reset_failed_is_left_out_and_the_others_go_on() {
+        let pools = pool(&["a", "b"], Some("test {name} != a"));
+        let failed = pools.take(0).map(|l| l.target.name.clone()).unwrap_err();
+        assert!(failed.to_string().contains("reset command"), "{failed}");
+        for _ in 0..2 {
+            assert_eq!(pools.take(0).unwrap().target.name, "b");
+        }
     }
 
     #[test]

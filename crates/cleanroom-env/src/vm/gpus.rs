@@ -6,7 +6,6 @@
 //! work between phases without.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
 
 use crate::error::EnvError;
 
@@ -100,45 +99,6 @@ fn is_bridge(device: &Path) -> bool {
     std::fs::read_to_string(device.join("class")).is_ok_and(|c| c.trim().starts_with("0x0604"))
 }
 
-/// The configured GPUs, each held by one machine at a time.
-pub struct GpuPool {
-    free: Mutex<Vec<String>>,
-    returned: Condvar,
-    total: usize,
-}
-
-impl GpuPool {
-    pub fn new(gpus: Vec<String>) -> GpuPool {
-        GpuPool { total: gpus.len(), free: Mutex::new(gpus), returned: Condvar::new() }
-    }
-
-    pub fn total(&self) -> usize {
-        self.total
-    }
-
-    /// `n` GPUs, waiting until as many are free; `n` must not exceed
-    /// [`GpuPool::total`] (the backend's `unmet` skips such a task).
-    pub fn take(&self, n: usize) -> Result<Vec<String>, EnvError> {
-        if n > self.total {
-            return Err(EnvError::Phase(format!("GPUs wanted: {n}, and vm.gpus names {}", self.total)));
-        }
-        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        while free.len() < n {
-            free = self.returned.wait(free).unwrap_or_else(|p| p.into_inner());
-        }
-        let at = free.len() - n;
-        Ok(free.split_off(at))
-    }
-
-    pub fn give_back(&self, gpus: Vec<String>) {
-        if gpus.is_empty() {
-            return;
-        }
-        self.free.lock().unwrap_or_else(|p| p.into_inner()).extend(gpus);
-        self.returned.notify_all();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,23 +155,5 @@ mod tests {
         std::fs::remove_file(paths.dev.join("vfio/7")).unwrap();
         assert!(why("0000:65:00.0").contains("load the vfio-pci module"));
         std::fs::remove_dir_all(root).unwrap();
-    }
-
-    #[test]
-    fn the_pool_hands_a_gpu_to_one_machine_at_a_time() {
-        let pool = std::sync::Arc::new(GpuPool::new(vec!["a".into(), "b".into()]));
-        let both = pool.take(2).unwrap();
-        assert!(pool.take(3).is_err());
-        let waiting = {
-            let pool = pool.clone();
-            std::thread::spawn(move || pool.take(1).unwrap())
-        };
-        // The waiter can only finish once the two are given back.
-        pool.give_back(both);
-        let one = waiting.join().unwrap();
-        let rest = pool.take(1).unwrap();
-        let mut all = [one, rest].concat();
-        all.sort();
-        assert_eq!(all, ["a", "b"]);
     }
 }

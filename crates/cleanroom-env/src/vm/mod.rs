@@ -46,13 +46,14 @@ use std::time::Duration;
 
 use crate::access::AccessWatch;
 use crate::backend::{
-    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, HostMount, LimitState, Limits, Needs,
-    Network, PhaseOptions, PreparedImage, SweepReport, Unmet,
+    Backend, EnvDiff, EnvSpec, Environment, ExecOutcome, ExecRequest, GpuDriver, HostMount, LimitState,
+    Limits, Needs, Network, PhaseOptions, PreparedImage, SweepReport, Unmet,
 };
 use crate::bounds::WalkLimits;
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
 use crate::files::Files;
+use crate::gpu_pool::{GpuPool, HeldGpus};
 use crate::image::Flavour;
 use crate::sandbox::host_tool;
 use crate::sandbox::sweep::Owner;
@@ -93,7 +94,7 @@ pub struct VmBackend {
     images: Mutex<HashMap<String, Prepared>>,
     accel: OnceLock<Accel>,
     boot: BootFrom,
-    gpus: Arc<gpus::GpuPool>,
+    gpus: Arc<GpuPool>,
 }
 
 /// How machines start.
@@ -147,7 +148,7 @@ impl VmBackend {
             images: Mutex::default(),
             accel: OnceLock::new(),
             boot,
-            gpus: Arc::new(gpus::GpuPool::new(Vec::new())),
+            gpus: Arc::new(GpuPool::new(Vec::new())),
         })
     }
 
@@ -155,7 +156,7 @@ impl VmBackend {
     /// (`vm.gpus` of the configuration), each checked usable first.
     pub fn with_gpus(self, addresses: &[String]) -> Result<VmBackend, EnvError> {
         let checked = gpus::check_all(addresses, &gpus::HostPaths::real())?;
-        Ok(VmBackend { gpus: Arc::new(gpus::GpuPool::new(checked)), ..self })
+        Ok(VmBackend { gpus: Arc::new(GpuPool::new(checked)), ..self })
     }
 }
 
@@ -175,6 +176,15 @@ impl Backend for VmBackend {
                 n => format!("the task needs {} GPUs, and vm.gpus of the configuration names {n}", needs.gpus),
             };
             unmet.push(Unmet { need: "gpus", why });
+        }
+        if needs.gpus > 0 && needs.gpu_driver == GpuDriver::Host {
+            unmet.push(Unmet {
+                need: "gpus",
+                why: "the task wants the host's GPU driver (`environment.gpu_driver` is \"host\"), which a machine \
+                      with its own kernel cannot have: set `environment.gpu_driver = \"agent\"` for the agent to \
+                      install one"
+                    .into(),
+            });
         }
         unmet
     }
@@ -219,24 +229,12 @@ impl Backend for VmBackend {
             .cloned()
             .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
         let accel = self.accel.get().copied().unwrap_or(Accel::Tcg);
-        let gpus = HeldGpus { gpus: self.gpus.take(spec.gpus as usize)?, pool: self.gpus.clone() };
+        let gpus = self.gpus.take(spec.gpus as usize)?;
         Ok(Box::new(VmEnv::create(&self.home, image, accel, self.boot, spec, gpus)?))
     }
 
     fn accelerator(&self) -> Option<&'static str> {
         self.accel.get().map(|a| a.as_str())
-    }
-}
-
-/// GPUs a machine holds for its life, given back when it is gone.
-struct HeldGpus {
-    gpus: Vec<String>,
-    pool: Arc<gpus::GpuPool>,
-}
-
-impl Drop for HeldGpus {
-    fn drop(&mut self) {
-        self.pool.give_back(std::mem::take(&mut self.gpus));
     }
 }
 

@@ -74,6 +74,7 @@ pub fn spec() -> EnvSpec {
         disk_mb: 256,
         pids_max: 256,
         gpus: 0,
+        gpu_driver: Default::default(),
         allow_unlimited: false,
     }
 }

@@ -87,6 +87,7 @@ fn fixture(
         disk_mb: 512,
         pids_max: 64,
         gpus: 0,
+        gpu_driver: Default::default(),
         allow_unlimited: false,
     };
     let env = backend.create(&spec).unwrap();
