@@ -11,6 +11,12 @@
 #                                     snapshot of its memory and disk, taken when
 #                                     it first answered; its clock set again):
 #                                     the configuration's reset command
+#   scripts/test-hosts.sh create      one more host, booted afresh (th-101,
+#                                     th-102, ...); prints name= and address=
+#                                     lines: a provisioner's create command
+#   scripts/test-hosts.sh destroy NAME  that host stopped and removed
+#   scripts/test-hosts.sh provisioner prints a cleanroom configuration whose
+#                                     pool makes hosts with create and destroy
 #   scripts/test-hosts.sh down        every host stopped, every trace removed
 #   scripts/test-hosts.sh clean       down, and the cached image removed too
 #
@@ -280,7 +286,7 @@ refresh() {
 ssh_to() {
   local n=$1
   shift
-  ssh -F "$STATE/ssh_config" -o ConnectTimeout=5 "th-$n" "$@"
+  ssh -F "$STATE/ssh_config" -o ConnectTimeout=5 "$(guest_ip "$n")" "$@"
 }
 
 wait_for_sshd() {
@@ -302,23 +308,16 @@ all_answer() {
   done
 }
 
-write_client_files() {
-  local count=$1 n
-  : >"$STATE/ssh_config"
-  : >"$STATE/known_hosts"
-  for n in $(seq 1 "$count"); do
-    cat >>"$STATE/ssh_config" <<EOF
-Host th-$n
-  HostName $(guest_ip "$n")
-  User root
-  IdentityFile $CACHE/id_ed25519
-  IdentitiesOnly yes
-  UserKnownHostsFile $STATE/known_hosts
-  StrictHostKeyChecking yes
+# The client's side of every host, made or to be made: one block for their
+# addresses, and the image's host key for all of them.
+write_ssh_files() {
+  printf '%s\n' "Host 10.254.*.2" "  User root" "  IdentityFile $CACHE/id_ed25519" "  IdentitiesOnly yes" \
+    "  UserKnownHostsFile $STATE/known_hosts" "  StrictHostKeyChecking yes" >"$STATE/ssh_config"
+  echo "10.254.*.2 $(cut -d' ' -f1,2 "$CACHE/host_key.pub")" >"$STATE/known_hosts"
+}
 
-EOF
-    echo "$(guest_ip "$n") $(cut -d' ' -f1,2 "$CACHE/host_key.pub")" >>"$STATE/known_hosts"
-  done
+write_pool_config() {
+  local count=$1 n
   {
     echo "# The test hosts of scripts/test-hosts.sh: cleanroom run --backend ssh --config $STATE/cleanroom.toml"
     echo "[ssh]"
@@ -331,7 +330,7 @@ EOF
       echo
       echo "[[ssh.pools.hosts]]"
       echo "name = \"th-$n\""
-      echo "address = \"th-$n\""
+      echo "address = \"$(guest_ip "$n")\""
     done
   } >"$STATE/cleanroom.toml"
 }
@@ -350,7 +349,8 @@ up() {
   build_image
   mkdir -p "$STATE"
   echo "$count" >"$STATE/count"
-  write_client_files "$count"
+  write_ssh_files
+  write_pool_config "$count"
   for n in $(seq 1 "$count"); do start_host "$n"; done
   for n in $(seq 1 "$count"); do
     wait_for_sshd "$n"
@@ -379,15 +379,75 @@ reset() {
   refresh "$n"
 }
 
+# Hosts that create makes are numbered from here (up's are 1..N).
+FIRST_MADE=101
+
+create() {
+  local n=$FIRST_MADE
+  build_image >&2
+  mkdir -p "$STATE"
+  [ -f "$STATE/ssh_config" ] || write_ssh_files
+  # The directory claims the number: two creates at once get two.
+  until mkdir "$STATE/th-$n" 2>/dev/null; do
+    n=$((n + 1))
+    [ "$n" -le 250 ] || die "no free host number (th-$FIRST_MADE to th-250 are taken)"
+  done
+  start_host "$n" >&2
+  wait_for_sshd "$n"
+  say "th-$n up"
+  echo "name=th-$n"
+  echo "address=$(guest_ip "$n")"
+}
+
+# Stops host n and removes everything of it.
+remove_host() {
+  local n=$1 dir="$STATE/th-$1" ns pid
+  ns=$(ns_of "$n")
+  stop_qemu "$n"
+  pid=$(cat "$dir/slirp4netns.pid" 2>/dev/null || true)
+  [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+  if ip netns list | awk '{ print $1 }' | grep -qx "$ns"; then
+    ip netns delete "$ns"
+  fi
+  rm -rf "/etc/netns/$ns" "$dir"
+  ip link delete "$(veth_of "$n")" 2>/dev/null || true
+}
+
+destroy() {
+  local name=${1:-} n
+  [ -n "$name" ] || die "usage: test-hosts.sh destroy NAME"
+  n=$(index_of "$name")
+  [ -d "$STATE/th-$n" ] || die "no test host $name"
+  remove_host "$n"
+  say "$name destroyed"
+}
+
+provisioner() {
+  build_image
+  mkdir -p "$STATE"
+  [ -f "$STATE/ssh_config" ] || write_ssh_files
+  {
+    echo "# Hosts made for each trial by scripts/test-hosts.sh create and destroyed after it:"
+    echo "# cleanroom run --backend ssh --config $STATE/provisioner.toml"
+    echo "[ssh]"
+    echo "ssh_config = \"$STATE/ssh_config\""
+    echo
+    echo "[[ssh.pools]]"
+    echo "name = \"made-hosts\""
+    echo "create = \"$SCRIPT create\""
+    echo "destroy = \"$SCRIPT destroy {name}\""
+    echo "concurrency = 2"
+  } >"$STATE/provisioner.toml"
+  echo "$STATE/provisioner.toml"
+}
+
 down() {
-  local n ns dir pid
+  local dir ns veth
   for dir in "$STATE"/th-*; do
     [ -d "$dir" ] || continue
-    n=${dir##*/th-}
-    stop_qemu "$n"
-    pid=$(cat "$dir/slirp4netns.pid" 2>/dev/null || true)
-    [ -z "$pid" ] || kill "$pid" 2>/dev/null || true
+    remove_host "${dir##*/th-}"
   done
+  # What a killed run left: namespaces and veths of hosts whose directory went.
   for ns in $(ip netns list | awk '$1 ~ /^cleanroom-th-/ { print $1 }'); do
     ip netns delete "$ns"
     rm -rf "/etc/netns/$ns"
@@ -402,8 +462,11 @@ down() {
 
 case "${1:-}" in
   up) up "${2:-}" ;;
+  create) create ;;
+  destroy) destroy "${2:-}" ;;
+  provisioner) provisioner ;;
   reset) reset "${2:-}" ;;
   down) down ;;
   clean) down; rm -rf "$CACHE" ;;
-  *) die "usage: test-hosts.sh up N | reset NAME | down | clean" ;;
+  *) die "usage: test-hosts.sh up N | reset NAME | create | destroy NAME | provisioner | down | clean" ;;
 esac
