@@ -8,14 +8,14 @@ use std::sync::{Arc, Condvar, Mutex};
 use crate::error::EnvError;
 
 /// A backend's GPUs, each held by one environment at a time.
-pub struct GpuPool {
-    free: Mutex<Vec<String>>,
+pub struct GpuPool<T> {
+    free: Mutex<Vec<T>>,
     returned: Condvar,
     total: usize,
 }
 
-impl GpuPool {
-    pub fn new(gpus: Vec<String>) -> GpuPool {
+impl<T> GpuPool<T> {
+    pub fn new(gpus: Vec<T>) -> GpuPool<T> {
         GpuPool { total: gpus.len(), free: Mutex::new(gpus), returned: Condvar::new() }
     }
 
@@ -25,7 +25,7 @@ impl GpuPool {
 
     /// `n` GPUs, waiting until as many are free; `n` must not exceed
     /// [`GpuPool::total`] (the backend's `unmet` skips such a task).
-    pub fn take(self: &Arc<Self>, n: usize) -> Result<HeldGpus, EnvError> {
+    pub fn take(self: &Arc<Self>, n: usize) -> Result<HeldGpus<T>, EnvError> {
         if n > self.total {
             return Err(EnvError::Phase(format!("GPUs wanted: {n}, and the backend has {}", self.total)));
         }
@@ -37,7 +37,7 @@ impl GpuPool {
         Ok(HeldGpus { gpus: free.split_off(at), pool: self.clone() })
     }
 
-    fn give_back(&self, gpus: Vec<String>) {
+    fn give_back(&self, gpus: Vec<T>) {
         if gpus.is_empty() {
             return;
         }
@@ -47,12 +47,12 @@ impl GpuPool {
 }
 
 /// GPUs an environment holds for its life, given back when it is gone.
-pub struct HeldGpus {
-    pub gpus: Vec<String>,
-    pool: Arc<GpuPool>,
+pub struct HeldGpus<T> {
+    pub gpus: Vec<T>,
+    pool: Arc<GpuPool<T>>,
 }
 
-impl Drop for HeldGpus {
+impl<T> Drop for HeldGpus<T> {
     fn drop(&mut self) {
         self.pool.give_back(std::mem::take(&mut self.gpus));
     }
@@ -64,7 +64,7 @@ mod tests {
 
     #[test]
     fn the_pool_hands_a_gpu_to_one_machine_at_a_time() {
-        let pool = std::sync::Arc::new(GpuPool::new(vec!["a".into(), "b".into()]));
+        let pool = std::sync::Arc::new(GpuPool::new(vec!["a", "b"]));
         let both = pool.take(2).unwrap();
         assert!(pool.take(3).is_err());
         let waiting = {

@@ -104,14 +104,15 @@ fn run(
         None => return Err(EnvError::Phase(format!("artifact of {} was not staged", task.id))),
     };
     let started = Instant::now();
+    let needs = needs(task);
     let spec = EnvSpec {
         image: task.spec.environment.image.clone(),
         cpus: task.spec.environment.cpus,
         memory_mb: task.spec.environment.memory_mb,
         disk_mb: task.spec.environment.disk_mb,
         pids_max: PIDS_MAX,
-        gpus: needs(task).gpus,
-        gpu_driver: needs(task).gpu_driver,
+        gpus: needs.gpus,
+        gpu_driver: needs.gpu_driver,
         allow_unlimited: input.allow_unlimited,
     };
     let mut env = input.backend.create(&spec)?;

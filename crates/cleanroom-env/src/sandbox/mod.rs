@@ -52,7 +52,7 @@ pub struct SandboxBackend {
     images: Mutex<HashMap<String, PathBuf>>,
     gpu_host: Arc<GpuHost>,
     /// The indices of `gpu_host`'s GPUs.
-    gpus: Arc<GpuPool>,
+    gpus: Arc<GpuPool<u32>>,
 }
 
 impl SandboxBackend {
@@ -84,7 +84,7 @@ impl SandboxBackend {
     /// This backend, giving environments the GPUs of `host`
     /// ([`GpuHost::discover`] finds this host's).
     pub fn with_gpus(self, host: GpuHost) -> SandboxBackend {
-        let indices = host.gpus.iter().map(|g| g.index.to_string()).collect();
+        let indices = host.gpus.iter().map(|g| g.index).collect();
         SandboxBackend { gpus: Arc::new(GpuPool::new(indices)), gpu_host: Arc::new(host), ..self }
     }
 }
@@ -175,15 +175,9 @@ pub struct SandboxEnv {
 
 /// The GPUs an environment holds for its life, and whose driver they come with.
 struct EnvGpus {
-    held: HeldGpus,
+    held: HeldGpus<u32>,
     host: Arc<GpuHost>,
     driver: crate::backend::GpuDriver,
-}
-
-impl EnvGpus {
-    fn indices(&self) -> Vec<u32> {
-        self.held.gpus.iter().filter_map(|i| i.parse().ok()).collect()
-    }
 }
 
 impl SandboxEnv {
@@ -310,20 +304,17 @@ impl SandboxEnv {
             .into_iter()
             .find(|d| root.is_dir(d))
             .unwrap_or("/usr/lib");
-        let mut binds = gpus::binds(&held.host, &held.indices(), held.driver, lib_dir);
-        let mut shown = Vec::new();
-        for file in binds.files {
-            match root.make_file_mount_point(&file.path) {
-                Ok(made) => {
-                    if made {
-                        self.file_points.push(file.path.clone());
-                    }
-                    shown.push(file);
+        let mut binds = gpus::binds(&held.host, &held.held.gpus, held.driver, lib_dir);
+        let file_points = &mut self.file_points;
+        binds.files.retain(|file| match root.make_file_mount_point(&file.path) {
+            Ok(made) => {
+                if made {
+                    file_points.push(file.path.clone());
                 }
-                Err(_) => continue,
+                true
             }
-        }
-        binds.files = shown;
+            Err(_) => false,
+        });
         Ok(binds)
     }
 
@@ -364,7 +355,7 @@ impl Environment for SandboxEnv {
 
     fn machine(&self) -> Option<MachineRecord> {
         let gpus = self.gpus.as_ref()?;
-        let indices = gpus.indices();
+        let indices = &gpus.held.gpus;
         Some(MachineRecord {
             host: "local".into(),
             hostname: hostname(),

@@ -94,7 +94,7 @@ pub struct VmBackend {
     images: Mutex<HashMap<String, Prepared>>,
     accel: OnceLock<Accel>,
     boot: BootFrom,
-    gpus: Arc<GpuPool>,
+    gpus: Arc<GpuPool<String>>,
 }
 
 /// How machines start.
@@ -424,7 +424,7 @@ pub struct VmEnv {
     /// removed once it is powered off.
     mount_points: Vec<String>,
     /// Dropped after the machine's teardown (fields drop after `drop`).
-    _gpus: HeldGpus,
+    _gpus: HeldGpus<String>,
 }
 
 impl VmEnv {
@@ -434,7 +434,7 @@ impl VmEnv {
         accel: Accel,
         boot_from: BootFrom,
         spec: &EnvSpec,
-        gpus: HeldGpus,
+        gpus: HeldGpus<String>,
     ) -> Result<VmEnv, EnvError> {
         let me = Owner::current();
         let id = me.new_id();
