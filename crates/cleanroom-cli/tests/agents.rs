@@ -350,7 +350,25 @@ fn external_agents_reach_the_model_only_through_the_forwarder_on_a_machine() {
     external_agents_reach_the_model_only_through_the_forwarder_on("vm");
 }
 
+/// And on a host of the ssh backend: its installation copied there for
+/// the phase and bound read-only, the forwarder relayed to the host's
+/// loopback.
+#[test]
+fn external_agents_reach_the_model_only_through_the_forwarder_on_a_host() {
+    external_agents_reach_the_model_only_through_the_forwarder_on("ssh");
+}
+
+/// The backend's own configuration: the test hosts' for ssh.
+fn backend_config(backend: &str) -> String {
+    if backend != "ssh" {
+        return String::new();
+    }
+    std::fs::read_to_string(TEST_HOSTS)
+        .unwrap_or_else(|e| panic!("{TEST_HOSTS}: {e}: start the test hosts (scripts/test-hosts.sh up 2)"))
+}
+
 fn external_agents_reach_the_model_only_through_the_forwarder_on(backend: &str) {
+    let _alone = alone_if_emulated(backend);
     let out = temp_out(&format!("forwarder-{backend}"));
     let hello = Reply::Message {
         message: json!({"role": "assistant", "content": "hello from the model"}),
@@ -363,7 +381,7 @@ fn external_agents_reach_the_model_only_through_the_forwarder_on(backend: &str) 
         fixtures("tests/fixtures/agents/bash-http/install.sh"),
         fixtures("tests/fixtures/agents/bash-http/run.sh"),
     );
-    let cfg = config(&out, &model.base_url, &["fwd"], &agent);
+    let cfg = config(&out, &model.base_url, &["fwd"], &(agent + &backend_config(backend)));
     let (output, run_dir) = run(&cfg, &out, &["--agent", "command:bash-http", "--backend", backend]);
     assert!(output.status.success(), "{}", text(&output));
     let dir = trial_dir(&run_dir, "command-bash-http");
@@ -460,7 +478,16 @@ fn the_shipped_agent_clis_deploy_through_the_forwarder_on_a_machine() {
     the_shipped_agent_clis_deploy_through_the_forwarder_on("vm", &["mini-swe-agent", "claude-code"]);
 }
 
+/// A CLI on a host of the ssh backend, from the copy of its installation
+/// made there for the phase. (All four pass there too; one keeps the
+/// suite's time.)
+#[test]
+fn the_shipped_agent_clis_deploy_through_the_forwarder_on_a_host() {
+    the_shipped_agent_clis_deploy_through_the_forwarder_on("ssh", &["claude-code"]);
+}
+
 fn the_shipped_agent_clis_deploy_through_the_forwarder_on(backend: &str, names: &[&str]) {
+    let _alone = alone_if_emulated(backend);
     let out = temp_out(&format!("clis-{backend}"));
     let call = |name: &str, args: Value| tool_call("call_1", name, args);
     let mini_command = format!("{CONFIGURE} && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT");
@@ -478,7 +505,7 @@ fn the_shipped_agent_clis_deploy_through_the_forwarder_on(backend: &str, names: 
         .map(|(name, c)| (name.to_string(), vec![Reply::Agentic { call: c.clone(), done: "Done.".into() }]))
         .collect();
     let model = scripted_model::start(KEY, scripts);
-    let cfg = config(&out, &model.base_url, names, "");
+    let cfg = config(&out, &model.base_url, names, &backend_config(backend));
     let specs: Vec<String> = names.iter().map(|n| format!("command:{n}@{n}")).collect();
     let mut args = vec!["--timeout-multiplier", "2", "--backend", backend];
     for s in &specs {

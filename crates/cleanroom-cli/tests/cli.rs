@@ -204,13 +204,8 @@ fn adversarial_agents_never_pass_on_hosts() {
     adversarial_agents_never_pass_on("ssh", &["search-verifier", "detached-tamper", "probe-walls"]);
 }
 
-/// Held by a test whose trials run on emulated machines (the vm backend's,
-/// the ssh backend's test hosts): two such fleets at once on a small
-/// machine slow every trial past its task's time limits.
-static EMULATED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
-    let _alone = (backend != "sandbox").then(|| EMULATED.lock().unwrap_or_else(|p| p.into_inner()));
+    let _alone = alone_if_emulated(backend);
     let out = temp_out(&format!("adversarial-{backend}"));
     let mut args = vec![
         "--tasks".to_string(),
@@ -756,10 +751,6 @@ fn refuses_config(out: &Path, tasks: &Path, backend: &str, config: &str, expecte
     assert!(said.contains(&format!("{}: {expected}", file.display())), "{said}");
     assert!(!out.join("refused").exists(), "a run directory was made: {said}");
 }
-
-/// Where `scripts/test-hosts.sh up` writes the configuration of its hosts
-/// (CI's .ci/run starts two).
-const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
 
 /// The ssh backend's hosts come from the configuration: with none, or a
 /// pool that is neither hosts nor a provisioner, the run is bad input

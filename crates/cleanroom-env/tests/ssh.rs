@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use cleanroom_env::ssh::config::PoolConfig;
 use cleanroom_env::ssh::{PhaseEnd, SshBackend, SshConfig};
-use cleanroom_env::{Backend, EnvError, EnvSpec, LimitState, Needs, Network, PhaseOptions};
+use cleanroom_env::{Backend, EnvError, EnvSpec, HostMount, LimitState, Needs, Network, PhaseOptions};
 use conformance::{processes_inside, sh, spec};
 
 /// Where `scripts/test-hosts.sh up` writes its configuration.
@@ -120,4 +120,45 @@ fn a_provisioner_makes_a_host_for_the_trial_and_destroys_it_after() {
     env.end_phase().unwrap();
     env.destroy().unwrap();
     assert!(!state.exists(), "{host} destroyed with its environment");
+}
+
+/// A shown directory is a copy on the host, bound read-only: root there
+/// can remount the bind and write the copy (the host is the agent's), but
+/// never the harness's directory, and the next phase that shows it gets a
+/// fresh copy of the original.
+#[test]
+fn root_on_a_host_writes_only_its_own_copy_of_a_shown_directory() {
+    let dir = std::env::temp_dir().join(format!("cleanroom-ssh-shown-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::write(dir.join("bin/tool"), "installed on the harness's machine\n").unwrap();
+    let at = "/opt/cleanroom-test/prefix";
+    let show =
+        PhaseOptions { mounts: vec![HostMount { host: dir.clone(), path: at.into() }], ..Default::default() };
+    let mut env = backend().create(&spec()).unwrap();
+    env.begin_phase_with(Network::LoopbackOnly, &show).unwrap();
+    let (status, out) = sh(
+        env.as_ref(),
+        &format!("mount -o remount,rw,bind {at} && echo changed > {at}/bin/tool && cat {at}/bin/tool"),
+    );
+    assert_eq!((status.success(), out.as_str()), (true, "changed\n"), "root remounts its bind: {out}");
+    env.end_phase().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("bin/tool")).unwrap(),
+        "installed on the harness's machine\n"
+    );
+    env.begin_phase_with(Network::LoopbackOnly, &show).unwrap();
+    let (_, out) = sh(env.as_ref(), &format!("cat {at}/bin/tool; ls -d /var/tmp/cleanroom-shown.* | wc -l"));
+    assert_eq!(out, "installed on the harness's machine\n1\n", "a fresh copy, the last one gone");
+    env.end_phase().unwrap();
+    let left: Vec<String> = env
+        .diff(&cleanroom_env::CancelToken::new().unwrap())
+        .unwrap()
+        .changes
+        .iter()
+        .map(|c| c.path.clone())
+        .filter(|p| p.starts_with("/opt") || p.contains("cleanroom-shown"))
+        .collect();
+    assert!(left.is_empty(), "the copies and mount points stayed: {left:?}");
+    env.destroy().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
 }

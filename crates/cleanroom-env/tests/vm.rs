@@ -134,7 +134,6 @@ impl Environment for Held {
 }
 
 conformance::conformance_tests!(backend);
-conformance::host_mount_tests!(backend);
 
 fn env() -> Box<dyn Environment> {
     backend().create(&spec()).expect("create environment")

@@ -124,12 +124,12 @@ pub fn serve(
                 restricted.store(sealed.is_ok(), Ordering::SeqCst);
                 out.answer(id, sealed.map(|()| Vec::new()))
             }
-            Message::Show { id, serial, path } => {
+            Message::Show { id, what, path } => {
                 if mode == Mode::Service {
                     out.failed(id, refused("host directories are shown only in a phase"));
                     continue;
                 }
-                let shown = show::show(&root, &serial, &path);
+                let shown = show::show(&root, &what, &path);
                 out.answer(id, shown.and_then(|made| serde_json::to_vec(&made).map_err(io::Error::other)))
             }
             Message::WatchAccess { id, watch } => {

@@ -6,6 +6,18 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// Where `scripts/test-hosts.sh up` writes the configuration of its hosts
+/// (CI's .ci/run starts two).
+pub const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
+
+/// Held by a test whose trials run on emulated machines (the vm backend's,
+/// the ssh backend's test hosts): two such fleets at once on a small
+/// machine slow every trial past its task's time limits.
+pub fn alone_if_emulated(backend: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    static EMULATED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    (backend != "sandbox").then(|| EMULATED.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }

@@ -89,6 +89,12 @@ fn file_name(path: &Path) -> String {
 }
 
 impl Uploaded {
+    /// `sudo -n ` where the user is not root, else nothing: what a command
+    /// of the harness's own on the host begins with.
+    pub fn sudo(&self) -> &'static str {
+        self.sudo
+    }
+
     /// The shell command that runs the agent with `args`.
     pub fn command(&self, args: &str) -> String {
         let dir = quote(&self.dir);

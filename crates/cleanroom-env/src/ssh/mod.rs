@@ -7,7 +7,9 @@
 //! in cgroups of their own, files through link-safe paths, seals, access
 //! watches and the port relay (the model forwarder reaches the host's
 //! loopback through it, with no remote port forward). One session serves a
-//! phase; between phases a session serves the harness's file work.
+//! phase; between phases a session serves the harness's file work. Host
+//! directories a phase shows (an external agent's installation) are copied
+//! onto the host for it (shown.rs).
 //!
 //! A phase ends with every process of its commands killed (their cgroups),
 //! then, with `phase_end = "reboot"` (the default), the host rebooted by
@@ -20,6 +22,7 @@
 mod agent;
 pub mod config;
 mod pool;
+mod shown;
 mod transport;
 
 use std::io;
@@ -41,7 +44,7 @@ use crate::files::Files;
 use crate::sandbox::sweep::Owner;
 use crate::vm::channel::Channel;
 use crate::vm::files::{MachineFiles, Port};
-use crate::vm::protocol::{Frame, Message, Mode};
+use crate::vm::protocol::{Frame, Message, Mode, Shown};
 use crate::vm::served;
 use agent::{Session, Uploaded};
 pub use config::{PhaseEnd, SshConfig};
@@ -263,6 +266,10 @@ pub struct SshEnv {
     /// The host as the trial got it, for the env-diff ([`protocol::Listing`] JSON).
     listing: Vec<u8>,
     in_phase: bool,
+    /// The phase's copies of host directories on the host (shown.rs), and
+    /// the directories made to show them, removed once it is over.
+    copies: Vec<String>,
+    mount_points: Vec<String>,
 }
 
 impl SshEnv {
@@ -294,6 +301,8 @@ impl SshEnv {
             machine: MachineRecord::default(),
             listing: Vec::new(),
             in_phase: false,
+            copies: Vec::new(),
+            mount_points: Vec::new(),
         };
         // On any failure from here, dropping the env hands the host back.
         env.survey(spec)?;
@@ -369,22 +378,25 @@ impl Environment for SshEnv {
         if self.in_phase {
             return Err(EnvError::Phase("a phase is already running".into()));
         }
-        if !options.mounts.is_empty() {
-            return Err(EnvError::Phase(
-                "the ssh backend cannot show this machine's directories on a host (an external agent's \
-                 installation): run command: agents on the sandbox or vm backend"
-                    .into(),
-            ));
-        }
         let channel = {
             let mut host = self.inner.host();
             let started =
                 self.inner.start(&mut host, Mode::Machine, network).map_err(|e| self.inner.fault(e))?;
             host.needs_reboot |= options.agent;
+            let (conn, agent) =
+                (host.conn.as_ref().expect("connected"), host.agent.as_ref().expect("uploaded"));
+            for mount in &options.mounts {
+                let copy = shown::copy(conn, agent.sudo(), &mount.host).map_err(|e| self.inner.fault(e))?;
+                self.copies.push(copy);
+            }
             started
         };
         self.in_phase = true;
         self.inner.phase_ran.store(true, Ordering::SeqCst);
+        for (mount, copy) in options.mounts.iter().zip(self.copies.clone()) {
+            let what = Shown::Copy { source: copy };
+            self.mount_points.extend(served::show(&channel, what, &mount.path, REQUEST_TIMEOUT)?);
+        }
         if !options.sealed.is_empty() {
             let answer = channel
                 .call(|id| Message::Seal { id, paths: options.sealed.clone() }, Vec::new(), REQUEST_TIMEOUT)
@@ -412,7 +424,7 @@ impl Environment for SshEnv {
         self.in_phase = false;
         let mut host = self.inner.host();
         let session = host.session.take();
-        match (session.map(|s| s.end(REQUEST_TIMEOUT)), self.inner.phase_end) {
+        let ended = match (session.map(|s| s.end(REQUEST_TIMEOUT)), self.inner.phase_end) {
             (Some(Ok(())) | None, _) => Ok(()),
             // What outlived its cgroup's kill goes with the reboot.
             (Some(Err(_)), PhaseEnd::Reboot) => {
@@ -420,7 +432,10 @@ impl Environment for SshEnv {
                 Ok(())
             }
             (Some(Err(e)), PhaseEnd::Kill) => Err(EnvError::Broken(format!("ending the phase: {e}"))),
-        }
+        };
+        drop(host);
+        ended?;
+        self.remove_shown()
     }
 
     fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
@@ -440,6 +455,19 @@ impl Environment for SshEnv {
 }
 
 impl SshEnv {
+    /// Removes what showing host directories left on the host, once
+    /// nothing of the phase runs (after its reboot, in reboot mode).
+    fn remove_shown(&mut self) -> Result<(), EnvError> {
+        if self.copies.is_empty() && self.mount_points.is_empty() {
+            return Ok(());
+        }
+        let channel = self.inner.port().map_err(|e| EnvError::Broken(format!("reaching the host: {e}")))?;
+        served::remove_mount_points(&channel, std::mem::take(&mut self.mount_points), REQUEST_TIMEOUT);
+        let host = self.inner.host();
+        let (conn, agent) = (host.conn.as_ref().expect("connected"), host.agent.as_ref().expect("uploaded"));
+        shown::remove(conn, agent.sudo(), &std::mem::take(&mut self.copies)).map_err(|e| self.inner.fault(e))
+    }
+
     /// Ends what runs and closes the connection; the host goes back to its
     /// pool (reset before its next trial) or is destroyed.
     fn teardown(&mut self) -> Result<(), EnvError> {

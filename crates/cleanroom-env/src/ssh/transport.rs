@@ -174,12 +174,45 @@ impl Connection {
     pub fn run(&self, script: &str, input: &[u8], timeout: Duration) -> Result<Output, EnvError> {
         let mut child =
             self.session(script).stdin(Stdio::piped()).spawn().map_err(|e| EnvError::io("run ssh", e))?;
-        let pid = child.id() as i32;
         let mut stdin = child.stdin.take().expect("piped");
         let input = input.to_vec();
         std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
+        self.wait(child, script, timeout)
+    }
+
+    /// Runs `script` with what `source` (a local program) writes on its
+    /// standard input, streamed, at most `timeout`; fails if either fails.
+    pub fn run_fed(&self, script: &str, mut source: Command, timeout: Duration) -> Result<Output, EnvError> {
+        let program = source.get_program().to_string_lossy().into_owned();
+        let mut feeder = source
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| EnvError::io(format!("run {program}"), e))?;
+        let feed = feeder.stdout.take().expect("piped");
+        let child = self.session(script).stdin(feed).spawn().map_err(|e| EnvError::io("run ssh", e));
+        // A session killed or failed closes the pipe: the feeder ends too.
+        let out = child.and_then(|child| self.wait(child, script, timeout));
+        if out.is_err() {
+            let _ = feeder.kill();
+        }
+        let fed = feeder.wait_with_output().map_err(|e| EnvError::io(format!("run {program}"), e))?;
+        let out = out?;
+        if !fed.status.success() && out.status.success() {
+            return Err(EnvError::Command {
+                program,
+                detail: String::from_utf8_lossy(&fed.stderr).trim().to_string(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Waits for `child`, a session running `script`, at most `timeout`.
+    fn wait(&self, child: Child, script: &str, timeout: Duration) -> Result<Output, EnvError> {
+        let pid = child.id() as i32;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(child.wait_with_output());

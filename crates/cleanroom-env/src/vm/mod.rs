@@ -59,7 +59,7 @@ use crate::sandbox::host_tool;
 use crate::sandbox::sweep::Owner;
 use channel::Channel;
 use files::{MachineFiles, Port};
-use protocol::{Frame, Message, Mode};
+use protocol::{Frame, Message, Mode, Shown};
 pub use qemu::Accel;
 
 /// How long a machine may take to boot to its agent's hello.
@@ -471,20 +471,8 @@ impl VmEnv {
     /// it goes.
     fn show(&mut self, channel: &Channel, mounts: &[HostMount]) -> Result<(), EnvError> {
         for (n, mount) in mounts.iter().enumerate() {
-            let serial = protocol::shown_serial(n);
-            let answer = channel
-                .call(
-                    |id| Message::Show { id, serial, path: mount.path.clone() },
-                    Vec::new(),
-                    POWER_OFF_TIMEOUT,
-                )
-                .map_err(|e| EnvError::io(format!("showing {}", mount.path), e))?;
-            if let Message::Failed { failure, .. } = answer.message {
-                return Err(EnvError::Phase(failure.message));
-            }
-            let made: Vec<String> = serde_json::from_slice(&answer.data)
-                .map_err(|e| EnvError::Phase(format!("the mount points of {}: {e}", mount.path)))?;
-            self.mount_points.extend(made);
+            let what = Shown::Disk { serial: protocol::shown_serial(n) };
+            self.mount_points.extend(served::show(channel, what, &mount.path, POWER_OFF_TIMEOUT)?);
         }
         Ok(())
     }
@@ -495,10 +483,8 @@ impl VmEnv {
         if self.mount_points.is_empty() {
             return;
         }
-        let paths = std::mem::take(&mut self.mount_points);
         if let Ok(channel) = self.inner.port() {
-            let _ =
-                channel.call(|id| Message::RemoveMountPoints { id, paths }, Vec::new(), POWER_OFF_TIMEOUT);
+            served::remove_mount_points(&channel, std::mem::take(&mut self.mount_points), POWER_OFF_TIMEOUT);
         }
     }
 

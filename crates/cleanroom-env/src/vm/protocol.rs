@@ -24,6 +24,16 @@ pub fn shown_serial(n: usize) -> String {
     format!("cleanroom-shown-{n}")
 }
 
+/// A host directory as a phase gets it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Shown {
+    /// In a machine: the read-only disk of this serial number (vm/shown.rs).
+    Disk { serial: String },
+    /// On a host of the ssh backend: the copy the harness made there
+    /// (ssh/shown.rs), bound onto the path.
+    Copy { source: String },
+}
+
 /// The largest part of a frame either side accepts: a bound on what the
 /// other side can make this one allocate.
 pub const MAX_PART: u32 = 64 << 20;
@@ -184,12 +194,12 @@ pub enum Message {
         id: u64,
         paths: Vec<String>,
     },
-    /// Mounts the read-only disk of serial number `serial` (a host
-    /// directory, vm/shown.rs) at `path`, making the directories it lacks;
-    /// the answer's bytes are those made, as a JSON list, outermost first.
+    /// Mounts `what` (a host directory, as its disk or its copy) at
+    /// `path`, read-only, making the directories it lacks; the answer's
+    /// bytes are those made, as a JSON list, outermost first.
     Show {
         id: u64,
-        serial: String,
+        what: Shown,
         path: String,
     },
     /// Removes the directories a [`Message::Show`] made, those left empty.

@@ -1,7 +1,7 @@
 //! What an environment asks of its guest agent beyond commands and files,
 //! the same in a virtual machine (the vm backend) and on a host (the ssh
 //! backend): a port served on its loopback, an access watch, the changes
-//! since a listing.
+//! since a listing, host directories shown read-only.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use crate::bounds::WalkLimits;
 use crate::error::EnvError;
 use crate::vm::channel::Channel;
 use crate::vm::files::MachineFiles;
-use crate::vm::protocol::{self, Message};
+use crate::vm::protocol::{self, Message, Shown};
 use crate::vm::watch;
 
 /// How long the agent may take to answer a request of this file.
@@ -126,4 +126,26 @@ pub fn listing(channel: &Channel, limits: WalkLimits) -> Result<Vec<u8>, EnvErro
         Vec::new(),
         limits.time + ANSWER_TIMEOUT,
     )
+}
+
+/// Shows `what` read-only at `path` for the rest of the phase; returns
+/// the directories made for it, outermost first, for
+/// [`remove_mount_points`] once the phase is over.
+pub fn show(channel: &Channel, what: Shown, path: &str, timeout: Duration) -> Result<Vec<String>, EnvError> {
+    let made = call(
+        channel,
+        &format!("showing {path}"),
+        |id| Message::Show { id, what, path: path.to_string() },
+        Vec::new(),
+        timeout,
+    )?;
+    serde_json::from_slice(&made).map_err(|e| EnvError::Phase(format!("the mount points of {path}: {e}")))
+}
+
+/// Removes the directories [`show`] made, those left empty; best effort,
+/// from a session of the agent's own that runs nothing of the phase.
+pub fn remove_mount_points(channel: &Channel, paths: Vec<String>, timeout: Duration) {
+    if !paths.is_empty() {
+        let _ = channel.call(|id| Message::RemoveMountPoints { id, paths }, Vec::new(), timeout);
+    }
 }

@@ -9,8 +9,8 @@
 //! signals); the walls hold (no devices, kernel settings, mounts, user
 //! namespaces, keyring, io_uring; PID 1 cannot be traced); outbound access
 //! reaches registries but never the host, its neighbours, its gateways or
-//! cloud metadata; limits hold; output is bounded; host mounts are
-//! read-only and leave no trace; sealed paths hold; the env-diff tells
+//! cloud metadata; limits hold; output is bounded; host directories shown
+//! inside are read-only and leave no trace; sealed paths hold; the env-diff tells
 //! nothing of the host's paths and is bounded; destroy leaves nothing; an
 //! access watch, where the backend has one, sees exactly which files the
 //! commands opened and executed, by identity, through every mount.
@@ -32,15 +32,15 @@ use cleanroom_env::{
 /// The contract of every backend, as `#[test]` functions over `$backend()`.
 macro_rules! conformance_tests {
     ($backend:path) => {
-        conformance::each_test!($backend; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, outbound_network_reaches_registries_but_not_the_host, memory_disk_and_process_limits_are_enforced, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, the_harness_serves_a_port_on_the_environments_own_loopback, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute);
+        conformance::each_test!($backend; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, outbound_network_reaches_registries_but_not_the_host, memory_disk_and_process_limits_are_enforced, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, the_harness_serves_a_port_on_the_environments_own_loopback, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute, host_mounts_are_read_only_and_leave_no_trace);
     };
 }
 
-/// Backends that show host directories inside (an agent installed on the
-/// host): they do it read-only and leave no trace.
+/// Backends whose phase cannot undo a shown directory's read-only mount
+/// (the sandbox; vm.rs has a stronger check of a machine's disk).
 macro_rules! host_mount_tests {
     ($backend:path) => {
-        conformance::each_test!($backend; host_mounts_are_read_only_and_leave_no_trace);
+        conformance::each_test!($backend; host_mounts_cannot_be_made_writable);
     };
 }
 
@@ -318,26 +318,36 @@ pub fn destroy_leaves_nothing_on_the_host(backend: &dyn Backend) {
     assert!(!mounts.contains(&id), "mount left behind");
 }
 
-pub fn host_mounts_are_read_only_and_leave_no_trace(backend: &dyn Backend) {
-    let host_dir = std::env::temp_dir().join(format!("cleanroom-conformance-prefix-{}", std::process::id()));
-    std::fs::create_dir_all(host_dir.join("bin")).unwrap();
-    std::fs::write(host_dir.join("bin/tool"), "installed on the host\n").unwrap();
-    let mut env = backend.create(&spec()).expect("create environment");
-    let mount = HostMount { host: host_dir.clone(), path: "/var/lib/cleanroom-test/prefix".into() };
+/// A directory of the harness's, with one file, to show inside.
+fn host_dir_to_show(what: &str) -> HostPath {
+    let dir = std::env::temp_dir().join(format!("cleanroom-conformance-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("bin")).unwrap();
+    std::fs::write(dir.join("bin/tool"), "installed on the host\n").unwrap();
+    HostPath(dir)
+}
+
+const SHOWN_AT: &str = "/var/lib/cleanroom-test/prefix";
+
+fn show_phase(env: &mut dyn Environment, host_dir: &std::path::Path) {
+    let mount = HostMount { host: host_dir.to_path_buf(), path: SHOWN_AT.into() };
     env.begin_phase_with(Network::LoopbackOnly, &PhaseOptions { mounts: vec![mount], ..Default::default() })
         .unwrap();
-    let (status, out) = sh(env.as_ref(), "cat /var/lib/cleanroom-test/prefix/bin/tool");
+}
+
+pub fn host_mounts_are_read_only_and_leave_no_trace(backend: &dyn Backend) {
+    let host_dir = host_dir_to_show("prefix");
+    let mut env = backend.create(&spec()).expect("create environment");
+    show_phase(env.as_mut(), &host_dir.0);
+    let (status, out) = sh(env.as_ref(), &format!("cat {SHOWN_AT}/bin/tool"));
     assert_eq!((status, out.as_str()), (ExitStatus::Exited(0), "installed on the host\n"));
-    let (status, out) = sh(
-        env.as_ref(),
-        "echo x > /var/lib/cleanroom-test/prefix/bin/tool; touch /var/lib/cleanroom-test/prefix/new; \
-         mount -o remount,rw /var/lib/cleanroom-test/prefix",
-    );
-    assert_ne!(status, ExitStatus::Exited(0), "{out}");
-    assert!(out.contains("Read-only file system"), "{out}");
+    for write in [format!("echo x > {SHOWN_AT}/bin/tool"), format!("touch {SHOWN_AT}/new")] {
+        let (status, out) = sh(env.as_ref(), &write);
+        assert_ne!(status, ExitStatus::Exited(0), "{write}: {out}");
+        assert!(out.contains("Read-only file system"), "{write}: {out}");
+    }
     env.end_phase().unwrap();
-    assert_eq!(std::fs::read_to_string(host_dir.join("bin/tool")).unwrap(), "installed on the host\n");
-    assert!(!host_dir.join("new").exists());
+    assert_eq!(std::fs::read_to_string(host_dir.0.join("bin/tool")).unwrap(), "installed on the host\n");
+    assert!(!host_dir.0.join("new").exists());
     // Only the mount's own paths: a machine's system writes its state
     // (journal, random seed) on every boot.
     let left: Vec<String> =
@@ -346,6 +356,21 @@ pub fn host_mounts_are_read_only_and_leave_no_trace(backend: &dyn Backend) {
     env.begin_phase(Network::LoopbackOnly).unwrap();
     let (status, _) = sh(env.as_ref(), "test -e /var/lib/cleanroom-test");
     assert_eq!(status, ExitStatus::Exited(1), "the next phase sees nothing of the mount");
+    env.destroy().unwrap();
+}
+
+/// Where the phase cannot undo the mount (the sandbox's walls, a
+/// machine's read-only disk): the ssh backend's hosts are the agent's,
+/// and tests/ssh.rs checks what a remount there reaches.
+pub fn host_mounts_cannot_be_made_writable(backend: &dyn Backend) {
+    let host_dir = host_dir_to_show("remount");
+    let mut env = backend.create(&spec()).expect("create environment");
+    show_phase(env.as_mut(), &host_dir.0);
+    let remount = format!("mount -o remount,rw {SHOWN_AT} || mount -o remount,rw,bind {SHOWN_AT}");
+    let (status, out) = sh(env.as_ref(), &format!("{remount}; echo x > {SHOWN_AT}/bin/tool"));
+    assert_ne!(status, ExitStatus::Exited(0), "{out}");
+    env.end_phase().unwrap();
+    assert_eq!(std::fs::read_to_string(host_dir.0.join("bin/tool")).unwrap(), "installed on the host\n");
     env.destroy().unwrap();
 }
 
