@@ -39,6 +39,8 @@ pub struct Config {
     pub vm: VmConfig,
     /// The ssh backend's hosts (`[ssh]`).
     pub ssh: cleanroom_env::ssh::SshConfig,
+    /// The Slurm executor's job options (`[slurm]`).
+    pub slurm: cleanroom_env::SlurmOptions,
     /// The files read, in the order laid over each other.
     pub sources: Vec<String>,
 }
@@ -74,6 +76,8 @@ struct FileConfig {
     vm: Option<VmConfig>,
     #[serde(default)]
     ssh: Option<cleanroom_env::ssh::SshConfig>,
+    #[serde(default)]
+    slurm: Option<cleanroom_env::SlurmOptions>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,6 +178,9 @@ impl Config {
         if let Some(ssh) = parsed.ssh {
             ssh.check().map_err(err)?;
             self.ssh = cleanroom_env::ssh::SshConfig { file: Some(shown.to_string()), ..ssh };
+        }
+        if let Some(slurm) = parsed.slurm {
+            self.slurm = slurm;
         }
         self.sources.push(shown.to_string());
         Ok(())

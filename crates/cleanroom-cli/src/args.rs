@@ -20,6 +20,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Base images for environments.
@@ -35,6 +37,20 @@ pub enum Command {
     /// The results index (index.sqlite beside the run directories).
     #[command(subcommand)]
     Index(IndexCommand),
+    /// One attempt of a Slurm run, as an element of its job array on a node
+    /// (what `run --executor slurm` submits).
+    #[command(hide = true)]
+    SlurmTrial(SlurmTrialArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SlurmTrialArgs {
+    /// The run directory, on a file system the nodes share.
+    #[arg(long)]
+    pub run_dir: PathBuf,
+    /// The array's list of attempts, one per element.
+    #[arg(long)]
+    pub list: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,6 +164,15 @@ pub struct TasksListArgs {
     pub format: ListFormat,
 }
 
+/// Where a run's trials execute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExecutorArg {
+    /// On this machine, `--jobs` at once.
+    Local,
+    /// As job arrays on a Slurm cluster, `--jobs` of each array at once.
+    Slurm,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Gate {
     Off,
@@ -223,6 +248,24 @@ pub struct RunArgs {
     /// replaces the run's own.
     #[arg(long, value_name = "RATE", allow_negative_numbers = true, value_parser = rate)]
     pub fail_under: Option<f64>,
+    /// Where the trials execute (default: local); slurm needs the run
+    /// directory (--out) on a file system the nodes share.
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorArg>,
+    /// Slurm: the partition (default: the configuration's [slurm], else
+    /// the cluster's default).
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Slurm: the account to charge.
+    #[arg(long)]
+    pub account: Option<String>,
+    /// Slurm: each job's time limit as sbatch takes it (default: from the
+    /// task's budgets).
+    #[arg(long = "slurm-time", value_name = "TIME")]
+    pub slurm_time: Option<String>,
+    /// Slurm: one more sbatch option, as one argument (repeatable).
+    #[arg(long = "sbatch-option", value_name = "OPTION", allow_hyphen_values = true)]
+    pub sbatch_options: Vec<String>,
 }
 
 /// A count that must be at least 1 (`--jobs 0` would run nothing).

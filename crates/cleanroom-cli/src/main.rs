@@ -13,6 +13,7 @@ mod prepare;
 mod report_cmd;
 mod reporter;
 mod run_cmd;
+mod slurm;
 mod tasks_cmd;
 
 use std::process::ExitCode;
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a, cli.config.as_deref()),
         Command::Report(a) => report_cmd::report(a),
         Command::Index(args::IndexCommand::Rebuild(a)) => index_cmd::rebuild(a),
+        Command::SlurmTrial(a) => slurm::node::run(a, cli.config.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

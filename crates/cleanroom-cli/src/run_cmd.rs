@@ -7,17 +7,18 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cleanroom_agent::{AgentSpec, Config, GateMode};
-use cleanroom_env::CancelToken;
+use cleanroom_env::{CancelToken, SlurmOptions};
 use cleanroom_report::summary_table;
-use cleanroom_runner::{AgentEntry, AgentSetup, Plan, RunInput};
+use cleanroom_runner::{AgentEntry, AgentSetup, Executor, Local, Plan, RunInput};
 use cleanroom_store::{
     agent_ids, make_out_dir, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary,
 };
 use cleanroom_task::{load_tasks, Task};
 
-use crate::args::RunArgs;
+use crate::args::{ExecutorArg, RunArgs};
 use crate::error::{input, internal, CliError};
 use crate::reporter::{report_to, IndexReporter, Reporter, RunDirReporter, SummaryReporter, Terminal};
+use crate::slurm::SlurmExecutor;
 use crate::{interrupt, prepare};
 
 /// What a fresh run takes where a flag is not given.
@@ -34,12 +35,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         }
         None => (None, fresh(&args, config_file)?),
     };
-    let agent_config = Config {
-        models: config.models.clone(),
-        agents: config.external_agents.clone(),
-        sources: config.config_sources.clone(),
-        ..Config::default()
-    };
+    let agent_config = agent_config(&config);
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
     let backend = prepare::backend(&config.backend, config_file)?;
@@ -51,20 +47,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         make_out_dir(out)?;
     }
     let prepared = prepare::prepare(backend.as_ref(), &tasks, &config.run_id)?;
-    let agent_setup = AgentSetup {
-        installed: cleanroom_agent::external::install_all(
-            &cleanroom_env::image::cleanroom_home(),
-            &config.external_agents.keys().cloned().collect::<Vec<_>>(),
-            &agent_config,
-            &mut |line| eprintln!("cleanroom: {line}"),
-        )
-        .map_err(|e| internal(format!("external agents: {e}")))?,
-        config: agent_config,
-        max_steps: config.max_steps,
-        max_tokens: config.max_tokens,
-        max_cost_usd: config.max_cost_usd,
-        gate: config.gate,
-    };
+    let agent_setup = agent_setup(&config, agent_config)?;
     let run_dir = match existing {
         Some(dir) => dir,
         None => RunDir::create(out, &config.run_id)?,
@@ -91,18 +74,14 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
 
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
-    let run_input = RunInput {
-        tasks: &tasks,
-        agents: &agents,
-        trials: config.trials,
-        jobs: config.jobs as usize,
-        retries: config.retries,
-        timeout_multiplier: config.timeout_multiplier,
-        allow_unlimited: config.allow_unlimited,
-        agent_setup: &agent_setup,
-        backend: backend.as_ref(),
-        artifacts: &prepared.artifacts,
-        cancel: cancel.clone(),
+    let run_input =
+        run_input(&config, &tasks, &agents, &agent_setup, backend.as_ref(), &prepared.artifacts, &cancel);
+    let executor: Box<dyn Executor> = match &config.slurm {
+        Some(options) => Box::new(
+            SlurmExecutor::new(run_dir.path(), options.clone(), config_file, config.jobs as usize)
+                .map_err(input)?,
+        ),
+        None => Box::new(Local),
     };
     let kept = run_dir.load_results()?;
     // The run directory first: the index and the summary count only what
@@ -115,7 +94,9 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     // A resumed run does the trials without a result, numbering attempts
     // on from those its run kept.
     let plan = Plan::resume(&run_input, &run_dir);
-    cleanroom_runner::run(&run_input, plan, &mut |event| report_to(&mut reporters, event))?;
+    cleanroom_runner::run_with(&run_input, plan, executor.as_ref(), &mut |event| {
+        report_to(&mut reporters, event)
+    })?;
     drop(prepared);
     let interrupted = cancel.is_cancelled();
 
@@ -132,6 +113,60 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// What the run's agents are configured with: run.toml's models and
+/// external agents, never the files of the day.
+pub(crate) fn agent_config(config: &RunConfig) -> Config {
+    Config {
+        models: config.models.clone(),
+        agents: config.external_agents.clone(),
+        sources: config.config_sources.clone(),
+        ..Config::default()
+    }
+}
+
+/// The agents' setup: external agents installed (once per machine), the
+/// run's budgets and gate.
+pub(crate) fn agent_setup(config: &RunConfig, agent_config: Config) -> Result<AgentSetup, CliError> {
+    Ok(AgentSetup {
+        installed: cleanroom_agent::external::install_all(
+            &cleanroom_env::image::cleanroom_home(),
+            &config.external_agents.keys().cloned().collect::<Vec<_>>(),
+            &agent_config,
+            &mut |line| eprintln!("cleanroom: {line}"),
+        )
+        .map_err(|e| internal(format!("external agents: {e}")))?,
+        config: agent_config,
+        max_steps: config.max_steps,
+        max_tokens: config.max_tokens,
+        max_cost_usd: config.max_cost_usd,
+        gate: config.gate,
+    })
+}
+
+pub(crate) fn run_input<'a>(
+    config: &RunConfig,
+    tasks: &'a [Task],
+    agents: &'a [AgentEntry],
+    agent_setup: &'a AgentSetup,
+    backend: &'a dyn cleanroom_env::Backend,
+    artifacts: &'a cleanroom_runner::Staged,
+    cancel: &CancelToken,
+) -> RunInput<'a> {
+    RunInput {
+        tasks,
+        agents,
+        trials: config.trials,
+        jobs: config.jobs as usize,
+        retries: config.retries,
+        timeout_multiplier: config.timeout_multiplier,
+        allow_unlimited: config.allow_unlimited,
+        agent_setup,
+        backend,
+        artifacts,
+        cancel: cancel.clone(),
+    }
 }
 
 fn overall_rate(summary: &Summary) -> f64 {
@@ -202,8 +237,32 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         allow_unlimited: args.allow_unlimited,
         fail_under: args.fail_under,
         artifacts: BTreeMap::new(),
+        slurm: slurm_options(args, &agent_config)?,
     };
     Ok(config)
+}
+
+/// With `--executor slurm`: the configuration's `[slurm]`, the flags over
+/// it. Slurm's flags without it are refused, not ignored.
+fn slurm_options(args: &RunArgs, agent_config: &Config) -> Result<Option<SlurmOptions>, CliError> {
+    let flags = [
+        ("--partition", args.partition.is_some()),
+        ("--account", args.account.is_some()),
+        ("--slurm-time", args.slurm_time.is_some()),
+        ("--sbatch-option", !args.sbatch_options.is_empty()),
+    ];
+    if args.executor != Some(ExecutorArg::Slurm) {
+        if let Some((flag, _)) = flags.iter().find(|(_, given)| *given) {
+            return Err(input(format!("{flag} is an option of --executor slurm")));
+        }
+        return Ok(None);
+    }
+    let mut options = agent_config.slurm.clone();
+    options.partition = args.partition.clone().or(options.partition);
+    options.account = args.account.clone().or(options.account);
+    options.time = args.slurm_time.clone().or(options.time);
+    options.options.extend(args.sbatch_options.iter().cloned());
+    Ok(Some(options))
 }
 
 /// A resumed run takes its plan from run.toml: a flag that would change
@@ -225,6 +284,11 @@ fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(Ru
         ("--timeout-multiplier", args.timeout_multiplier.is_some()),
         ("--allow-unlimited", args.allow_unlimited),
         ("--config", config_file.is_some()),
+        ("--executor", args.executor.is_some()),
+        ("--partition", args.partition.is_some()),
+        ("--account", args.account.is_some()),
+        ("--slurm-time", args.slurm_time.is_some()),
+        ("--sbatch-option", !args.sbatch_options.is_empty()),
     ];
     let given: Vec<&str> = plan_flags.iter().filter(|(_, given)| *given).map(|(flag, _)| *flag).collect();
     if !given.is_empty() {
@@ -266,7 +330,7 @@ fn check_api_keys(config: &Config) -> Result<(), CliError> {
     Ok(())
 }
 
-fn parse_agents(config: &RunConfig, agent_config: &Config) -> Result<Vec<AgentEntry>, CliError> {
+pub(crate) fn parse_agents(config: &RunConfig, agent_config: &Config) -> Result<Vec<AgentEntry>, CliError> {
     config
         .agents
         .iter()

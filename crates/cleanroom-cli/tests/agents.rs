@@ -66,23 +66,10 @@ fn read(path: PathBuf) -> String {
 
 /// No file under `dir` holds the API key.
 fn assert_no_key(dir: &Path) {
-    for entry in walk(dir) {
+    for entry in files_under(dir) {
         let bytes = std::fs::read(&entry).unwrap_or_default();
         assert!(!String::from_utf8_lossy(&bytes).contains(KEY), "the API key is in {}", entry.display());
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 fn observations(trajectory: &Value) -> Vec<String> {

@@ -12,6 +12,7 @@ pub mod classify_tags;
 pub mod classify_trajectory;
 mod env_diff;
 mod event;
+mod executor;
 mod plan;
 mod prepare;
 mod schedule;
@@ -22,10 +23,11 @@ mod vet;
 
 pub use artifacts::{stage_artifacts, Staged, StagedArtifact};
 pub use event::{Event, EventKind, Phase, Preparation, Todo, TrialFile, TrialKey};
+pub use executor::{Executor, Local};
 pub use plan::{plan, Kept, NothingKept, Plan};
 pub use prepare::{prepare, Prepared};
-pub use schedule::run;
-pub use trial::PIDS_MAX;
+pub use schedule::{run, run_with};
+pub use trial::{Attempt, AttemptEnd, PIDS_MAX};
 pub use vet::{check_tasks, CheckScope, Finding, Severity, TaskCheck};
 
 use std::collections::BTreeMap;

@@ -12,16 +12,28 @@ use std::sync::Mutex;
 use cleanroom_store::Outcome;
 
 use crate::event::{Event, EventKind, Todo};
+use crate::executor::{Executor, Local};
 use crate::plan::Plan;
 use crate::trial::{self, AttemptEnd};
 use crate::RunInput;
 
-/// Runs the trials of `plan` and hands every event to `report`. Returns
-/// when every trial has its record, or the run was cancelled and its
-/// running trials have stopped; with the reporter's first error, if any.
+/// Runs the trials of `plan` on this machine ([`Local`]) and hands every
+/// event to `report`. Returns when every trial has its record, or the run
+/// was cancelled and its running trials have stopped; with the reporter's
+/// first error, if any.
 pub fn run<E>(
     input: &RunInput,
     plan: Plan,
+    report: &mut dyn FnMut(&Event) -> Result<(), E>,
+) -> Result<(), E> {
+    run_with(input, plan, &Local, report)
+}
+
+/// [`run`], each attempt run by `executor`.
+pub fn run_with<E>(
+    input: &RunInput,
+    plan: Plan,
+    executor: &dyn Executor,
     report: &mut dyn FnMut(&Event) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut first_error = None;
@@ -32,11 +44,13 @@ pub fn run<E>(
         }
     };
     deliver(Event::now(EventKind::Planned { trials: plan.todo.len(), of: plan.planned }));
+    executor.begin(input, &plan.todo);
+    let workers = executor.workers(input.jobs, plan.todo.len()).max(1);
     let queue = Mutex::new(VecDeque::from(plan.todo));
     let order = Mutex::new(());
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
-        for _ in 0..input.jobs.max(1) {
+        for _ in 0..workers {
             let emitter = Emitter { tx: tx.clone(), order: &order };
             let queue = &queue;
             scope.spawn(move || loop {
@@ -46,7 +60,7 @@ pub fn run<E>(
                 let Some(todo) = queue.lock().unwrap_or_else(|p| p.into_inner()).pop_front() else {
                     return;
                 };
-                run_trial(input, &todo, &emitter);
+                run_trial(input, executor, &todo, &emitter);
             });
         }
         drop(tx);
@@ -74,7 +88,7 @@ impl Emitter<'_> {
     }
 }
 
-fn run_trial(input: &RunInput, todo: &Todo, emitter: &Emitter) {
+fn run_trial(input: &RunInput, executor: &dyn Executor, todo: &Todo, emitter: &Emitter) {
     let key = &todo.key;
     let (Some(task), Some(agent)) =
         (input.tasks.iter().find(|t| t.id == key.task), input.agents.iter().find(|a| a.id == key.agent_id))
@@ -87,7 +101,7 @@ fn run_trial(input: &RunInput, todo: &Todo, emitter: &Emitter) {
     for attempt in todo.first_attempt..=last {
         emitter.emit(EventKind::TrialStarted { key: key.clone(), attempt });
         let phase = |phase| emitter.emit(EventKind::PhaseChanged { key: key.clone(), attempt, phase });
-        match trial::attempt(input, task, agent, key, attempt, todo.verify_twice, &phase) {
+        match executor.attempt(input, task, agent, key, attempt, todo.verify_twice, &phase) {
             AttemptEnd::Interrupted => return,
             AttemptEnd::Done(done) => {
                 let trial::Attempt { record, files, repeat } = *done;

@@ -20,13 +20,13 @@ pub const PIDS_MAX: u64 = 4096;
 
 /// A finished attempt; `repeat` is a second verification of the same
 /// environment, when one was asked for (`tasks check`).
-pub(crate) struct Attempt {
+pub struct Attempt {
     pub record: TrialRecord,
     pub files: Vec<TrialFile>,
     pub repeat: Option<Result<Verdict, String>>,
 }
 
-pub(crate) enum AttemptEnd {
+pub enum AttemptEnd {
     Done(Box<Attempt>),
     /// Ctrl-C: no record, so a resumed run does the trial again.
     Interrupted,

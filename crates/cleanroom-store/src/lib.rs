@@ -10,6 +10,7 @@ mod error;
 pub mod index;
 mod lock;
 mod record;
+mod remote_attempt;
 mod run_config;
 mod run_dir;
 mod summary;
@@ -19,14 +20,16 @@ pub use cleanroom_env::time::{rfc3339_utc, rfc3339_utc_now};
 pub use error::StoreError;
 pub use index::{Index, IndexError, IndexedRun, RebuildReport, Skipped, INDEX_FILE, INDEX_SCHEMA_VERSION};
 pub use record::{
-    ChangeCounts, Evidence, FailureClass, Outcome, Tag, Timings, Tokens, TrialRecord, SCHEMA_VERSION,
+    ChangeCounts, Evidence, ExecutorRecord, FailureClass, Outcome, Tag, Timings, Tokens, TrialRecord,
+    SCHEMA_VERSION,
 };
+pub use remote_attempt::RemoteAttempt;
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
-pub use run_dir::{make_out_dir, new_run_id, RunDir, TrialFile, RESULT_FILE};
+pub use run_dir::{make_out_dir, new_run_id, read_run_config, RunDir, TrialFile, RESULT_FILE};
 pub use summary::{AgentSummary, Counts, Summary};
 
 /// The types of other crates that a record embeds, so that readers of
 /// records need only this crate.
-pub use cleanroom_env::{LimitState, Limits};
+pub use cleanroom_env::{LimitState, Limits, SlurmOptions};
 pub use cleanroom_model::{AppliedGate, GateMode, StopReason};
 pub use cleanroom_verify::{Verdict, VerdictStage};

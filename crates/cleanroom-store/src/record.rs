@@ -66,6 +66,10 @@ pub struct TrialRecord {
     /// name, GPUs and driver as seen when the trial took it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<cleanroom_env::MachineRecord>,
+    /// Where the attempt ran when not in the process that ran the run: the
+    /// Slurm executor's job and node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<ExecutorRecord>,
     /// Model requests made, for agents that use a model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
@@ -89,6 +93,17 @@ pub struct TrialRecord {
     /// kept out of every pass rate. Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub negative_control: bool,
+}
+
+/// An attempt's place in a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutorRecord {
+    /// `slurm`.
+    pub name: String,
+    /// The job array element, `JOBID_INDEX`.
+    pub job_id: String,
+    /// The node it ran on, as the scheduler names it.
+    pub node: String,
 }
 
 fn first_attempt() -> u32 {
@@ -223,6 +238,7 @@ impl TrialRecord {
             error: None,
             accelerator: None,
             machine: None,
+            executor: None,
             steps: None,
             model_retries: None,
             started_at: now.clone(),

@@ -60,6 +60,10 @@ pub struct RunConfig {
     /// Task id to the artifact it was run against.
     #[serde(default)]
     pub artifacts: BTreeMap<String, ArtifactEntry>,
+    /// The run's trials go to a Slurm cluster (`--executor slurm`), with
+    /// these options; none: on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<cleanroom_env::SlurmOptions>,
 }
 
 /// An agent of the run: its SPEC as given and its id in trial paths.

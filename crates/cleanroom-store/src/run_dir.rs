@@ -36,7 +36,7 @@ const TRIALS_DIR: &str = "trials";
 
 /// A file of a trial's directory (agent.log, verify.log, changes.txt,
 /// env-diff.txt, trajectory.json), as the runner made it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrialFile {
     pub name: String,
     pub bytes: Vec<u8>,
@@ -212,7 +212,7 @@ impl RunDir {
 
 /// The run.toml of the run at `run`, read without taking the run's lock
 /// (for readers such as the index; only writers lock).
-pub(crate) fn read_run_config(run: &Path) -> Result<RunConfig, StoreError> {
+pub fn read_run_config(run: &Path) -> Result<RunConfig, StoreError> {
     let path = run.join(RUN_CONFIG_FILE);
     let text = fs::read_to_string(&path).map_err(|e| StoreError::io("read", &path, e))?;
     toml::from_str(&text).map_err(|e| StoreError::BadConfig { path, source: Box::new(e) })
@@ -303,14 +303,14 @@ fn remove_unrecorded(dir: &Path) -> Result<(), StoreError> {
 
 /// A single path component of our own: no separators, no `.`/`..`, and no
 /// leading dot (those names are the store's: `.lock`, temporaries).
-fn check_name(what: &'static str, name: &str) -> Result<(), StoreError> {
+pub(crate) fn check_name(what: &'static str, name: &str) -> Result<(), StoreError> {
     if name.is_empty() || name.starts_with('.') || name.contains(['/', '\0']) {
         return Err(StoreError::BadName { what, name: name.to_string() });
     }
     Ok(())
 }
 
-fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
+pub(crate) fn write_json(path: &Path, value: &impl Serialize) -> Result<(), StoreError> {
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| StoreError::Encode { path: path.to_path_buf(), detail: e.to_string() })?;
     text.push('\n');

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use cleanroom_store::{
-    AgentEntry, AppliedGate, ArtifactEntry, GateMode, Outcome, RunConfig, RunDir, StoreError, Summary,
-    TrialFile, TrialRecord,
+    AgentEntry, AppliedGate, ArtifactEntry, ExecutorRecord, GateMode, Outcome, RemoteAttempt, RunConfig, RunDir,
+    SlurmOptions, StoreError, Summary, TrialFile, TrialRecord,
 };
 
 fn config(run_id: &str) -> RunConfig {
@@ -42,6 +42,11 @@ fn config(run_id: &str) -> RunConfig {
                 revision: Some("0123abcd".into()),
             },
         )]),
+        slurm: Some(SlurmOptions {
+            partition: Some("gpu".into()),
+            options: vec!["--qos=low".into()],
+            ..Default::default()
+        }),
     }
 }
 
@@ -327,4 +332,34 @@ fn an_unknown_gate_in_run_toml_or_result_json_names_the_file_and_the_value() {
     string_gate_run(tmp.path(), "off", "sometimes");
     let err = RunDir::open(tmp.path()).unwrap().load_results().unwrap_err().to_string();
     assert!(err.contains(STRING_GATE_RESULT) && err.contains("sometimes"), "{err}");
+}
+
+/// What a node reports of an attempt it ran for the run: the phase as it
+/// goes, then its files and record, read back whole; nothing is done
+/// before the record, and what a cut-off write left is not a file of it.
+#[test]
+fn a_remote_attempt_reports_its_phase_then_its_record_and_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let report = RemoteAttempt::at(tmp.path(), "t", "oracle", 1, 2).unwrap();
+    assert!(report.phase().is_none());
+    assert!(report.outcome().unwrap().is_none());
+    report.write_phase("agent").unwrap();
+    assert_eq!(report.phase().as_deref(), Some("agent"));
+    assert!(report.outcome().unwrap().is_none(), "no record yet");
+    let mut rec = record("t", "oracle", 1);
+    rec.attempt = 2;
+    rec.executor =
+        Some(ExecutorRecord { name: "slurm".into(), job_id: "12_3".into(), node: "crnode2".into() });
+    let files = vec![
+        TrialFile { name: "agent.log".into(), bytes: b"ran\n".to_vec() },
+        TrialFile { name: "verify.log".into(), bytes: b"checked\n".to_vec() },
+    ];
+    report.write_outcome(&rec, &files).unwrap();
+    std::fs::write(report.dir().join("files/.agent.log.tmp-1"), "half").unwrap();
+    let (read, read_files) = report.outcome().unwrap().unwrap();
+    assert_eq!(read, rec);
+    assert_eq!(read_files, files);
+    report.remove();
+    assert!(!report.dir().exists());
+    assert!(RemoteAttempt::at(tmp.path(), "../t", "oracle", 1, 1).is_err(), "a task id is a name");
 }

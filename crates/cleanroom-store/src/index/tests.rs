@@ -38,6 +38,7 @@ fn config(run_id: &str, created: &str) -> RunConfig {
         allow_unlimited: false,
         fail_under: None,
         artifacts: BTreeMap::new(),
+        slurm: None,
     }
 }
 

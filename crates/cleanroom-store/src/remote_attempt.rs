@@ -1,0 +1,100 @@
+//! An attempt that another process runs for the run (a Slurm job on a
+//! node): what it reports through the run directory, under
+//! `slurm/attempts/<task>/<agent-id>/<n>/<attempt>/`. The node writes the
+//! phase it is in, then the attempt's files and last its record; the
+//! process that owns the run reads them and records the attempt as its
+//! own (result.json or attempt-<k>), so that the run directory keeps one
+//! writer.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::atomic::write_atomic;
+use crate::error::StoreError;
+use crate::record::TrialRecord;
+use crate::run_dir::{check_name, read_record, write_json, TrialFile};
+
+const PHASE_FILE: &str = "phase";
+const RECORD_FILE: &str = "record.json";
+const FILES_DIR: &str = "files";
+
+pub struct RemoteAttempt {
+    dir: PathBuf,
+}
+
+impl RemoteAttempt {
+    /// Where attempt `attempt` of trial `n` of `task` × `agent_id` reports.
+    pub fn at(
+        run: &Path,
+        task: &str,
+        agent_id: &str,
+        n: u32,
+        attempt: u32,
+    ) -> Result<RemoteAttempt, StoreError> {
+        check_name("task id", task)?;
+        check_name("agent id", agent_id)?;
+        let dir = run
+            .join("slurm/attempts")
+            .join(task)
+            .join(agent_id)
+            .join(n.to_string())
+            .join(attempt.to_string());
+        Ok(RemoteAttempt { dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn made(&self) -> Result<(), StoreError> {
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io("create directory", &self.dir, e))
+    }
+
+    pub fn write_phase(&self, phase: &str) -> Result<(), StoreError> {
+        self.made()?;
+        write_atomic(&self.dir.join(PHASE_FILE), phase.as_bytes())
+    }
+
+    /// The phase the attempt last reported, if any.
+    pub fn phase(&self) -> Option<String> {
+        fs::read_to_string(self.dir.join(PHASE_FILE)).ok()
+    }
+
+    /// The attempt's end: its files, then its record, which makes it done.
+    pub fn write_outcome(&self, record: &TrialRecord, files: &[TrialFile]) -> Result<(), StoreError> {
+        let dir = self.dir.join(FILES_DIR);
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
+        for f in files {
+            check_name("file name", &f.name)?;
+            write_atomic(&dir.join(&f.name), &f.bytes)?;
+        }
+        write_json(&self.dir.join(RECORD_FILE), record)
+    }
+
+    /// The attempt's record and files once it is done; None before.
+    pub fn outcome(&self) -> Result<Option<(TrialRecord, Vec<TrialFile>)>, StoreError> {
+        let path = self.dir.join(RECORD_FILE);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let record = read_record(&path)?;
+        let dir = self.dir.join(FILES_DIR);
+        let mut files = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(|e| StoreError::io("read directory", &dir, e))?.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // What a write cut off left (write_atomic's temporary files).
+            if name.starts_with('.') {
+                continue;
+            }
+            let bytes = fs::read(entry.path()).map_err(|e| StoreError::io("read", entry.path(), e))?;
+            files.push(TrialFile { name, bytes });
+        }
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(Some((record, files)))
+    }
+
+    /// Removes the report once the run has recorded it.
+    pub fn remove(&self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
