@@ -88,6 +88,9 @@ InactiveLimit=0
 KillWait=5
 MinJobAge=300
 SchedulerType=sched/backfill
+# Start the next element as soon as one ends (the defaults wait seconds:
+# a cluster tuned for many small jobs does the same).
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
 EOF
     for n in $(seq 1 "$nodes"); do
       echo "NodeName=crnode$n NodeHostname=$host Port=$((16900 + n)) CPUs=$cpus RealMemory=$mem State=UNKNOWN"
