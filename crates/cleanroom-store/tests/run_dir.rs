@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use cleanroom_store::{
-    AgentEntry, AppliedGate, ArtifactEntry, ExecutorRecord, GateMode, Outcome, RemoteAttempt, RunConfig, RunDir,
-    SlurmOptions, StoreError, Summary, TrialFile, TrialRecord,
+    AgentEntry, AppliedGate, ArtifactEntry, ExecutorRecord, GateMode, Outcome, RemoteAttempt, RunConfig,
+    RunDir, SlurmOptions, StoreError, Summary, TrialFile, TrialRecord,
 };
 
 fn config(run_id: &str) -> RunConfig {

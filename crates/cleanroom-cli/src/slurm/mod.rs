@@ -317,3 +317,49 @@ impl Executor for SlurmExecutor {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tasks_resources_and_the_runs_options_become_its_jobs_options() {
+        let run = std::env::temp_dir().join(format!("cleanroom-slurm-resources-{}", std::process::id()));
+        std::fs::create_dir_all(&run).unwrap();
+        let options = SlurmOptions {
+            partition: Some("gpu".into()),
+            account: Some("lab".into()),
+            time: None,
+            options: vec!["--qos=low".into()],
+        };
+        let executor = SlurmExecutor::new(&run, options, None, 2).unwrap();
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks/fd-anharmonic");
+        let mut task = cleanroom_task::load_task(&examples).unwrap();
+        task.spec.environment.cpus = 4;
+        task.spec.environment.memory_mb = 8192;
+        task.spec.environment.gpus = 2;
+        task.spec.agent.timeout_sec = 3600;
+        task.spec.verify.timeout_sec = 900;
+        // 2 x 3600 s for the agent, the verifier's budget twice, 30 min
+        // for the harness: 180 minutes.
+        let expected = [
+            "--cpus-per-task=4",
+            "--mem=9216M",
+            "--gres=gpu:2",
+            "--time=180",
+            "--partition=gpu",
+            "--account=lab",
+            "--qos=low",
+        ];
+        assert_eq!(executor.resources(&task, 2.0), expected);
+        let fixed = SlurmExecutor::new(
+            &run,
+            SlurmOptions { time: Some("1:00:00".into()), ..Default::default() },
+            None,
+            2,
+        )
+        .unwrap();
+        assert!(fixed.resources(&task, 2.0).contains(&"--time=1:00:00".to_string()));
+        std::fs::remove_dir_all(&run).unwrap();
+    }
+}
