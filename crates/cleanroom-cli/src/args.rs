@@ -37,10 +37,19 @@ pub enum Command {
     /// The results index (index.sqlite beside the run directories).
     #[command(subcommand)]
     Index(IndexCommand),
+    /// Where a run stands: its results so far, what its nodes are on, and
+    /// whether a `cleanroom run` is attached to it.
+    Status(StatusArgs),
     /// One attempt of a Slurm run, as an element of its job array on a node
     /// (what `run --executor slurm` submits).
     #[command(hide = true)]
     SlurmTrial(SlurmTrialArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The run directory.
+    pub run_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

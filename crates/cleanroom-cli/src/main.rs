@@ -14,6 +14,7 @@ mod report_cmd;
 mod reporter;
 mod run_cmd;
 mod slurm;
+mod status_cmd;
 mod tasks_cmd;
 
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_cmd::run(a, cli.config.as_deref()),
         Command::Report(a) => report_cmd::report(a),
         Command::Index(args::IndexCommand::Rebuild(a)) => index_cmd::rebuild(a),
+        Command::Status(a) => status_cmd::status(a),
         Command::SlurmTrial(a) => slurm::node::run(a, cli.config.as_deref()),
     };
     match result {

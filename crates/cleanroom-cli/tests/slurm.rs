@@ -203,10 +203,25 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
     run.wait().unwrap();
     let dir = run_dir(&out);
     let before = submitted(&dir);
+    let slow_id = before[0].1.iter().find(|a| a.starts_with("script-slow")).unwrap().clone();
+    // Meanwhile `cleanroom status` tells what runs where, and that nothing
+    // is attached.
+    let status = cleanroom().arg("status").arg(&dir).output().unwrap();
+    let said = text(&status);
+    assert!(status.status.success(), "{said}");
+    assert!(said.contains("of 2 trial(s) have a result"), "{said}");
+    assert!(said.contains(&format!("  fd-anharmonic {slow_id} #1 attempt 1: agent")), "{said}");
+    assert!(said.contains("no cleanroom run is attached: finish it with `cleanroom run --resume"), "{said}");
     let output = cleanroom().arg("run").arg("--resume").arg(&dir).output().unwrap();
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(submitted(&dir), before, "the resumed run submitted again");
-    for agent in ["nop", &before[0].1.iter().find(|a| a.starts_with("script-slow")).unwrap().clone()] {
+    let status = cleanroom().arg("status").arg(&dir).output().unwrap();
+    let said = text(&status);
+    assert!(
+        said.contains("2 of 2 trial(s) have a result (failed 2)") && !said.contains("attached"),
+        "{said}"
+    );
+    for agent in ["nop", &slow_id] {
         let result = json(&dir.join(format!("trials/fd-anharmonic/{agent}/1/result.json")));
         assert_eq!(
             (result["attempt"].as_u64(), result["outcome"].as_str()),

@@ -14,12 +14,59 @@ use crate::error::StoreError;
 use crate::record::TrialRecord;
 use crate::run_dir::{check_name, read_record, write_json, TrialFile};
 
+const ATTEMPTS_DIR: &str = "slurm/attempts";
 const PHASE_FILE: &str = "phase";
 const RECORD_FILE: &str = "record.json";
 const FILES_DIR: &str = "files";
 
 pub struct RemoteAttempt {
     dir: PathBuf,
+}
+
+/// An attempt a node has reported a phase of and not yet ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlight {
+    pub task: String,
+    pub agent_id: String,
+    pub trial: u32,
+    pub attempt: u32,
+    pub phase: String,
+}
+
+/// Every attempt under way on the run's nodes, by task, agent, trial and
+/// attempt.
+pub fn in_flight(run: &Path) -> Vec<InFlight> {
+    let names = |dir: &Path| -> Vec<(String, PathBuf)> {
+        let mut out: Vec<(String, PathBuf)> = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .collect();
+        out.sort();
+        out
+    };
+    let mut found = Vec::new();
+    for (task, task_dir) in names(&run.join(ATTEMPTS_DIR)) {
+        for (agent_id, agent_dir) in names(&task_dir) {
+            for (trial, trial_dir) in names(&agent_dir) {
+                for (attempt, dir) in names(&trial_dir) {
+                    let (Ok(trial), Ok(attempt)) = (trial.parse(), attempt.parse()) else { continue };
+                    let report = RemoteAttempt { dir };
+                    if let (Some(phase), false) = (report.phase(), report.dir.join(RECORD_FILE).exists()) {
+                        found.push(InFlight {
+                            task: task.clone(),
+                            agent_id: agent_id.clone(),
+                            trial,
+                            attempt,
+                            phase,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    found
 }
 
 impl RemoteAttempt {

@@ -183,10 +183,7 @@ impl RunDir {
     /// Every trial's result, ordered by task, agent id and trial number. A
     /// result.json that does not parse is an error that names it.
     pub fn load_results(&self) -> Result<Vec<TrialRecord>, StoreError> {
-        let found = result_files(&self.path)?;
-        let mut records = found.iter().map(|p| read_record(p)).collect::<Result<Vec<_>, _>>()?;
-        records.sort_by(|a, b| (&a.task, &a.agent_id, a.trial).cmp(&(&b.task, &b.agent_id, b.trial)));
-        Ok(records)
+        read_results(&self.path)
     }
 
     pub fn write_run_config(&self, config: &RunConfig) -> Result<(), StoreError> {
@@ -216,6 +213,16 @@ pub fn read_run_config(run: &Path) -> Result<RunConfig, StoreError> {
     let path = run.join(RUN_CONFIG_FILE);
     let text = fs::read_to_string(&path).map_err(|e| StoreError::io("read", &path, e))?;
     toml::from_str(&text).map_err(|e| StoreError::BadConfig { path, source: Box::new(e) })
+}
+
+/// Every trial's result of the run at `run`, ordered as
+/// [`RunDir::load_results`] orders them, read without taking the run's lock
+/// (for readers such as `cleanroom status`).
+pub fn read_results(run: &Path) -> Result<Vec<TrialRecord>, StoreError> {
+    let found = result_files(run)?;
+    let mut records = found.iter().map(|p| read_record(p)).collect::<Result<Vec<_>, _>>()?;
+    records.sort_by(|a, b| (&a.task, &a.agent_id, a.trial).cmp(&(&b.task, &b.agent_id, b.trial)));
+    Ok(records)
 }
 
 /// Whether `dir` looks like a run directory: it has a run.toml.
