@@ -245,14 +245,8 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
 /// With `--executor slurm`: the configuration's `[slurm]`, the flags over
 /// it. Slurm's flags without it are refused, not ignored.
 fn slurm_options(args: &RunArgs, agent_config: &Config) -> Result<Option<SlurmOptions>, CliError> {
-    let flags = [
-        ("--partition", args.partition.is_some()),
-        ("--account", args.account.is_some()),
-        ("--slurm-time", args.slurm_time.is_some()),
-        ("--sbatch-option", !args.sbatch_options.is_empty()),
-    ];
     if args.executor != Some(ExecutorArg::Slurm) {
-        if let Some((flag, _)) = flags.iter().find(|(_, given)| *given) {
+        if let Some((flag, _)) = slurm_flags(args).iter().find(|(_, given)| *given) {
             return Err(input(format!("{flag} is an option of --executor slurm")));
         }
         return Ok(None);
@@ -265,11 +259,21 @@ fn slurm_options(args: &RunArgs, agent_config: &Config) -> Result<Option<SlurmOp
     Ok(Some(options))
 }
 
+/// Slurm's options, and whether each was given.
+fn slurm_flags(args: &RunArgs) -> [(&'static str, bool); 4] {
+    [
+        ("--partition", args.partition.is_some()),
+        ("--account", args.account.is_some()),
+        ("--slurm-time", args.slurm_time.is_some()),
+        ("--sbatch-option", !args.sbatch_options.is_empty()),
+    ]
+}
+
 /// A resumed run takes its plan from run.toml: a flag that would change
 /// it is refused rather than ignored. `--jobs` (how fast) and
 /// `--fail-under` (a judgement of the results) are honoured and recorded.
 fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(RunDir, RunConfig), CliError> {
-    let plan_flags = [
+    let mut plan_flags = vec![
         ("--tasks", !args.tasks.is_empty()),
         ("--task", !args.task_ids.is_empty()),
         ("--agent", !args.agents.is_empty()),
@@ -285,11 +289,8 @@ fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(Ru
         ("--allow-unlimited", args.allow_unlimited),
         ("--config", config_file.is_some()),
         ("--executor", args.executor.is_some()),
-        ("--partition", args.partition.is_some()),
-        ("--account", args.account.is_some()),
-        ("--slurm-time", args.slurm_time.is_some()),
-        ("--sbatch-option", !args.sbatch_options.is_empty()),
     ];
+    plan_flags.extend(slurm_flags(args));
     let given: Vec<&str> = plan_flags.iter().filter(|(_, given)| *given).map(|(flag, _)| *flag).collect();
     if !given.is_empty() {
         return Err(input(format!(

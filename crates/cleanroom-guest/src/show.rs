@@ -29,25 +29,7 @@ pub fn show(root: &RootFs, what: &Shown, path: &str) -> io::Result<Vec<String>> 
                 let device = disk_with_serial(serial, DEVICE_WAIT)?;
                 crate::init::mount(Some(&device), &target, Some("ext4"), flags)
             }
-            // A bind takes its flags only from a remount, of the new
-            // mount's root: opened again, the path now reaches it.
-            Shown::Copy { source } => {
-                crate::init::mount(Some(source), &target, None, libc::MS_BIND)?;
-                let bound = root.open_dir(path).and_then(|bound| {
-                    let at = format!("/proc/self/fd/{}", bound.as_raw_fd());
-                    crate::init::mount(None, &at, None, libc::MS_REMOUNT | libc::MS_BIND | flags)
-                });
-                if bound.is_err() {
-                    // Never left writable: the bind goes with its failure
-                    // (by its path: the fd reaches what lies under it).
-                    let at = root.host_path().join(path.trim_start_matches('/'));
-                    if let Ok(at) = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()) {
-                        // SAFETY: a NUL-terminated path.
-                        unsafe { libc::umount2(at.as_ptr(), libc::MNT_DETACH) };
-                    }
-                }
-                bound
-            }
+            Shown::Copy { source } => bind(root, source, &target, path, flags),
         }
     });
     if let Err(e) = mounted {
@@ -55,6 +37,27 @@ pub fn show(root: &RootFs, what: &Shown, path: &str) -> io::Result<Vec<String>> 
         return Err(io::Error::new(e.kind(), format!("showing {path}: {e}")));
     }
     Ok(made)
+}
+
+/// Binds `source` onto `target` (the fd path of `path`'s directory) with
+/// `flags`. A bind takes its flags only from a remount, of the new mount's
+/// root: `path`, opened again, now reaches it.
+fn bind(root: &RootFs, source: &str, target: &str, path: &str, flags: libc::c_ulong) -> io::Result<()> {
+    crate::init::mount(Some(source), target, None, libc::MS_BIND)?;
+    let bound = root.open_dir(path).and_then(|bound| {
+        let at = format!("/proc/self/fd/{}", bound.as_raw_fd());
+        crate::init::mount(None, &at, None, libc::MS_REMOUNT | libc::MS_BIND | flags)
+    });
+    if bound.is_err() {
+        // Never left writable: the bind goes with its failure (by its
+        // path: the fd reaches what lies under it).
+        let at = root.host_path().join(path.trim_start_matches('/'));
+        if let Ok(at) = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()) {
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::umount2(at.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+    bound
 }
 
 /// The device node of the virtio disk whose serial number is `serial`,

@@ -53,7 +53,7 @@ pub fn in_flight(run: &Path) -> Vec<InFlight> {
                 for (attempt, dir) in names(&trial_dir) {
                     let (Ok(trial), Ok(attempt)) = (trial.parse(), attempt.parse()) else { continue };
                     let report = RemoteAttempt { dir };
-                    if let (Some(phase), false) = (report.phase(), report.dir.join(RECORD_FILE).exists()) {
+                    if let (Some(phase), false) = (report.phase(), report.is_done()) {
                         found.push(InFlight {
                             task: task.clone(),
                             agent_id: agent_id.clone(),
@@ -118,13 +118,17 @@ impl RemoteAttempt {
         write_json(&self.dir.join(RECORD_FILE), record)
     }
 
+    /// Whether the attempt has ended: its record is there.
+    pub fn is_done(&self) -> bool {
+        self.dir.join(RECORD_FILE).is_file()
+    }
+
     /// The attempt's record and files once it is done; None before.
     pub fn outcome(&self) -> Result<Option<(TrialRecord, Vec<TrialFile>)>, StoreError> {
-        let path = self.dir.join(RECORD_FILE);
-        if !path.is_file() {
+        if !self.is_done() {
             return Ok(None);
         }
-        let record = read_record(&path)?;
+        let record = read_record(&self.dir.join(RECORD_FILE))?;
         let dir = self.dir.join(FILES_DIR);
         let mut files = Vec::new();
         for entry in fs::read_dir(&dir).map_err(|e| StoreError::io("read directory", &dir, e))?.flatten() {

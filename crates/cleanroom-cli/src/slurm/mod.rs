@@ -18,6 +18,7 @@ pub mod node;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -55,9 +56,20 @@ struct Submitted {
 
 /// Where an attempt runs: element `index` of job `job`.
 #[derive(Debug, Clone)]
-struct Element {
-    job: String,
-    index: usize,
+pub struct Element {
+    pub job: String,
+    pub index: usize,
+}
+
+impl Element {
+    /// The record's `executor` for an attempt of this element on `node`.
+    pub fn record(&self, node: &str) -> ExecutorRecord {
+        ExecutorRecord {
+            name: "slurm".into(),
+            job_id: format!("{}_{}", self.job, self.index),
+            node: node.into(),
+        }
+    }
 }
 
 pub struct SlurmExecutor {
@@ -68,7 +80,8 @@ pub struct SlurmExecutor {
     /// Elements of an array that run at once.
     at_once: usize,
     elements: Mutex<HashMap<(TrialKey, u32), Result<Element, String>>>,
-    lists: Mutex<usize>,
+    /// Lists written by this process, to name the next.
+    lists: AtomicUsize,
 }
 
 impl SlurmExecutor {
@@ -89,7 +102,14 @@ impl SlurmExecutor {
             std::fs::create_dir_all(run.join(dir))
                 .map_err(|e| format!("{}: {e}", run.join(dir).display()))?;
         }
-        Ok(SlurmExecutor { run, options, program, at_once, elements: Mutex::default(), lists: Mutex::new(0) })
+        Ok(SlurmExecutor {
+            run,
+            options,
+            program,
+            at_once,
+            elements: Mutex::default(),
+            lists: AtomicUsize::new(0),
+        })
     }
 
     /// The sbatch options of an array of `task`'s attempts.
@@ -118,11 +138,7 @@ impl SlurmExecutor {
 
     /// Submits one array of `list`, all of `task`'s resources.
     fn submit(&self, task: &Task, multiplier: f64, list: Vec<Listed>) -> Result<String, String> {
-        let n = {
-            let mut lists = self.lists.lock().unwrap_or_else(|p| p.into_inner());
-            *lists += 1;
-            *lists
-        };
+        let n = self.lists.fetch_add(1, Ordering::SeqCst) + 1;
         let path = self.run.join(format!("slurm/lists/{}-{n}.json", std::process::id()));
         let text = serde_json::to_vec_pretty(&list).map_err(|e| e.to_string())?;
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -181,13 +197,7 @@ impl SlurmExecutor {
     ) -> AttemptEnd {
         let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
         record.error = Some(why);
-        if let Some((element, node)) = at {
-            record.executor = Some(ExecutorRecord {
-                name: "slurm".into(),
-                job_id: format!("{}_{}", element.job, element.index),
-                node: node.to_string(),
-            });
-        }
+        record.executor = at.map(|(element, node)| element.record(node));
         AttemptEnd::Done(Box::new(Attempt { record, files: Vec::new(), repeat: None }))
     }
 }
@@ -216,8 +226,8 @@ impl Executor for SlurmExecutor {
         let mut groups: BTreeMap<Vec<String>, (usize, Vec<Listed>)> = BTreeMap::new();
         let mut elements = self.elements.lock().unwrap_or_else(|p| p.into_inner());
         for t in todo {
-            let reported = self.report(&t.key, t.first_attempt).ok().and_then(|r| r.outcome().ok().flatten());
-            if reported.is_some() {
+            // Reported while no process was attached: attempt() takes it up.
+            if self.report(&t.key, t.first_attempt).is_ok_and(|r| r.is_done()) {
                 continue;
             }
             if let Some(element) = running.get(&(t.key.clone(), t.first_attempt)) {
@@ -254,13 +264,14 @@ impl Executor for SlurmExecutor {
             Err(why) => return self.lost(agent, key, attempt, why, None),
         };
         let known = self.elements.lock().unwrap_or_else(|p| p.into_inner()).remove(&(key.clone(), attempt));
+        // None: reported already, while no process was attached.
         let element = match known {
-            Some(element) => element,
-            None if report.outcome().ok().flatten().is_some() => Ok(Element { job: String::new(), index: 0 }),
+            Some(element) => element.map(Some),
+            None if report.is_done() => Ok(None),
             // A retry: an array of its own.
             None => self
                 .submit(task, input.timeout_multiplier, vec![listed(key, attempt)])
-                .map(|job| Element { job, index: 0 }),
+                .map(|job| Some(Element { job, index: 0 })),
         };
         let element = match element {
             Ok(e) => e,
@@ -280,7 +291,9 @@ impl Executor for SlurmExecutor {
                 }
             }
             if input.cancel.is_cancelled() {
-                commands::scancel(&element.job, element.index);
+                if let Some(element) = &element {
+                    commands::scancel(&element.job, element.index);
+                }
                 return AttemptEnd::Interrupted;
             }
             let now = report.phase();
@@ -292,7 +305,7 @@ impl Executor for SlurmExecutor {
                 }
                 seen_phase = now;
             }
-            if asked.elapsed() >= ASK_EVERY && !element.job.is_empty() {
+            if let Some(element) = element.as_ref().filter(|_| asked.elapsed() >= ASK_EVERY) {
                 asked = Instant::now();
                 let state = commands::element_state(&element.job, element.index);
                 let ended = match &state {
@@ -301,7 +314,7 @@ impl Executor for SlurmExecutor {
                     Err(_) => None,
                 };
                 // Its report may have come just before it ended.
-                if let (Some((state, node)), Ok(None)) = (ended, report.outcome()) {
+                if let (Some((state, node)), false) = (ended, report.is_done()) {
                     let log = self.run.join(format!("slurm/logs/{}_{}.out", element.job, element.index));
                     let why = format!(
                         "the Slurm job {}_{} ended ({state}){} without a result; its log: {}",
@@ -310,7 +323,7 @@ impl Executor for SlurmExecutor {
                         if node.is_empty() { String::new() } else { format!(" on {node}") },
                         log.display()
                     );
-                    return self.lost(agent, key, attempt, why, Some((&element, &node)));
+                    return self.lost(agent, key, attempt, why, Some((element, &node)));
                 }
             }
             std::thread::sleep(LOOK_EVERY);

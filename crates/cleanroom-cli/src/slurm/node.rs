@@ -9,10 +9,10 @@ use std::path::Path;
 
 use cleanroom_env::CancelToken;
 use cleanroom_runner::{AttemptEnd, Executor, Local, Phase, RunInput, TrialKey};
-use cleanroom_store::{read_run_config, ExecutorRecord, RemoteAttempt};
+use cleanroom_store::{read_run_config, RemoteAttempt};
 use cleanroom_task::load_tasks;
 
-use super::Listed;
+use super::{Element, Listed};
 use crate::args::SlurmTrialArgs;
 use crate::error::{input, internal, CliError};
 use crate::{interrupt, prepare, run_cmd};
@@ -64,12 +64,8 @@ pub fn run(args: SlurmTrialArgs, config_file: Option<&Path>) -> Result<(), CliEr
         }
         AttemptEnd::Done(done) => {
             let mut record = done.record;
-            let job = std::env::var("SLURM_ARRAY_JOB_ID").unwrap_or_default();
-            record.executor = Some(ExecutorRecord {
-                name: "slurm".into(),
-                job_id: format!("{job}_{index}"),
-                node: std::env::var("SLURMD_NODENAME").unwrap_or_default(),
-            });
+            let element = Element { job: std::env::var("SLURM_ARRAY_JOB_ID").unwrap_or_default(), index };
+            record.executor = Some(element.record(&std::env::var("SLURMD_NODENAME").unwrap_or_default()));
             report.write_outcome(&record, &done.files)?;
             Ok(())
         }

@@ -393,8 +393,8 @@ impl Environment for SshEnv {
         };
         self.in_phase = true;
         self.inner.phase_ran.store(true, Ordering::SeqCst);
-        for (mount, copy) in options.mounts.iter().zip(self.copies.clone()) {
-            let what = Shown::Copy { source: copy };
+        for (mount, copy) in options.mounts.iter().zip(&self.copies) {
+            let what = Shown::Copy { source: copy.clone() };
             self.mount_points.extend(served::show(&channel, what, &mount.path, REQUEST_TIMEOUT)?);
         }
         if !options.sealed.is_empty() {
