@@ -12,6 +12,7 @@ mod new_cmd;
 mod prepare;
 mod report_cmd;
 mod reporter;
+mod rootless;
 mod run_cmd;
 mod slurm;
 mod status_cmd;

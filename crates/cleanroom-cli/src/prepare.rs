@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cleanroom_agent::{Config, ConfigError};
+use cleanroom_env::privilege::{self, Privilege};
 use cleanroom_env::{image, open_backend, Backend, CancelToken, EnvError, HostConfig};
 use cleanroom_runner::{AgentEntry, AgentSetup, Prepared, RunInput};
 use cleanroom_task::Task;
@@ -17,6 +18,9 @@ use crate::reporter::preparation_line;
 /// environments is told before anything is written.
 pub fn backend(name: &str, config_file: Option<&Path>) -> Result<Box<dyn Backend>, CliError> {
     let config = Config::load(config_file)?;
+    if name == "sandbox" {
+        enter_user_namespace_if_unprivileged()?;
+    }
     let file = match name {
         "ssh" => config.ssh.file.clone(),
         _ => config.vm.file.clone(),
@@ -31,6 +35,16 @@ pub fn backend(name: &str, config_file: Option<&Path>) -> Result<Box<dyn Backend
         }),
         other => other.into(),
     })
+}
+
+/// An ordinary user's command goes on as root of a user namespace (the
+/// rootless sandbox): this process is then only its waiting parent. Done
+/// before anything is written, the command runs there from its start.
+pub fn enter_user_namespace_if_unprivileged() -> Result<(), CliError> {
+    if privilege::current() == Privilege::User {
+        crate::rootless::run_in_user_namespace()?;
+    }
+    Ok(())
 }
 
 /// Prepares `tasks` on `backend` (cleanroom_runner::prepare), printing its
@@ -63,6 +77,13 @@ impl ToolSetup {
         label: &str,
     ) -> Result<ToolSetup, CliError> {
         let backend = backend(name, config_file)?;
+        if let Some(why) = backend.limits_never_enforced() {
+            // A task's timings and its oracle's verdict are judged under
+            // the limits it declares.
+            return Err(input(format!(
+                "the task tools run under enforced limits, which the {name} backend cannot give here ({why})"
+            )));
+        }
         let prepared = prepare(backend.as_ref(), tasks, label)?;
         Ok(ToolSetup { backend, prepared, agents: AgentSetup::default() })
     }

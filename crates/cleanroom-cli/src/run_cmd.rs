@@ -28,6 +28,13 @@ const DEFAULT_OUT: &str = "runs";
 
 pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     let out = args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT));
+    if let Some(path) = &args.resume {
+        // Before the run's lock is taken: this process may only be the
+        // rootless sandbox's waiting parent.
+        if cleanroom_store::read_run_config(path).is_ok_and(|c| c.backend == "sandbox") {
+            prepare::enter_user_namespace_if_unprivileged()?;
+        }
+    }
     let (existing, mut config) = match &args.resume {
         Some(path) => {
             let (dir, config) = resume(path, &args, config_file)?;
@@ -39,6 +46,12 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
     let backend = prepare::backend(&config.backend, config_file)?;
+    if let (false, Some(why)) = (config.allow_unlimited, backend.limits_never_enforced()) {
+        return Err(input(format!(
+            "the {} backend cannot enforce memory and process limits here ({why}): pass --allow-unlimited to run without them",
+            config.backend
+        )));
+    }
     let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     let tasks = select_tasks(all_tasks, &config.task_ids)?;
     let agents = parse_agents(&config, &agent_config)?;

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -15,7 +16,12 @@ use serde_json::Value;
 /// Runs `cleanroom run ARGS --out OUT` and returns its output and the one
 /// run directory it made.
 fn run(out: &Path, args: &[&str]) -> (Output, PathBuf) {
-    let output = cleanroom().arg("run").args(args).arg("--out").arg(out).output().unwrap();
+    run_with(cleanroom(), out, args)
+}
+
+/// `cleanroom run ARGS --out OUT` by `cmd`, and its run directory.
+fn run_with(mut cmd: std::process::Command, out: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let output = cmd.arg("run").args(args).arg("--out").arg(out).output().unwrap();
     (output, only_run_dir(out))
 }
 
@@ -43,6 +49,21 @@ fn results(run_dir: &Path) -> Vec<Value> {
     found
 }
 
+/// Every oracle trial of `results` passed and every other failed.
+fn assert_oracle_passed_and_nop_failed(run_dir: &Path, results: &[Value]) {
+    for r in results {
+        let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
+        assert_eq!(
+            r["outcome"],
+            expected,
+            "{} on {}: {}",
+            r["agent_id"],
+            r["task"],
+            trial_file(run_dir, r, "verify.log")
+        );
+    }
+}
+
 fn by_agent<'a>(results: &'a [Value], agent_id: &str) -> Vec<&'a Value> {
     results.iter().filter(|r| r["agent_id"] == agent_id).collect()
 }
@@ -60,8 +81,13 @@ fn trial_file(run_dir: &Path, r: &Value, name: &str) -> String {
 /// Nothing of a finished cleanroom process is left on the host: no
 /// environment directory, cgroup, mount or process.
 fn assert_nothing_left(pid: u32) {
-    let prefix = format!("{pid}-");
     let home = PathBuf::from(std::env::var("CLEANROOM_HOME").unwrap_or_else(|_| "/var/lib/cleanroom".into()));
+    assert_nothing_left_in(pid, &home);
+}
+
+/// The same, for a run whose cleanroom home is `home`.
+fn assert_nothing_left_in(pid: u32, home: &Path) {
+    let prefix = format!("{pid}-");
     let mut places = vec![home.join("envs"), home.join("vm-envs")];
     for c in ["memory", "pids", "cpu", "freezer", ""] {
         places.push(Path::new("/sys/fs/cgroup").join(c).join("cleanroom"));
@@ -128,6 +154,51 @@ fn examples_pass_with_the_oracle_and_fail_with_nop() {
     assert!(run_dir.join("run.toml").exists());
 }
 
+/// An ordinary user's cleanroom runs the examples in the rootless sandbox
+/// (docs/rootless.md): the same outcomes as root's, every limit recorded
+/// as unenforced, the access checks of fd-anharmonic judged by the
+/// rootless watch, and nothing of the run left.
+#[test]
+fn an_ordinary_user_runs_the_examples_rootless() {
+    let user = test_user();
+    let tasks = user.copy_in(&repo().join("examples/tasks"));
+    let out = user.out_dir("examples");
+    let refused = user
+        .cleanroom()
+        .args(["run", "--tasks"])
+        .arg(&tasks)
+        .args(["--agent", "oracle", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("--allow-unlimited"), "{}", text(&refused));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "a refused run made a run directory");
+    let tasks = tasks.display().to_string();
+    let (output, run_dir) = run_with(
+        user.cleanroom(),
+        &out,
+        &["--tasks", &tasks, "--agent", "oracle", "--agent", "nop", "--jobs", "2", "--allow-unlimited"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 6);
+    assert_oracle_passed_and_nop_failed(&run_dir, &results);
+    for r in &results {
+        for limit in ["memory", "pids", "disk"] {
+            assert_eq!(r["limits"][limit], "unenforced", "{r}");
+        }
+    }
+    let fd = by_agent(&results, "oracle").into_iter().find(|r| r["task"] == "fd-anharmonic").unwrap();
+    let checks = fd["verdict"]["checks"].as_array().unwrap();
+    assert!(
+        checks.iter().any(|c| c["observed"] == "executed: qwell" && c["passed"] == true),
+        "the access check saw qwell run: {checks:?}"
+    );
+    assert_eq!(std::fs::metadata(run_dir.join("run.toml")).unwrap().uid(), user.uid, "the user's own files");
+    assert_nothing_left_in(run_pid(&run_dir).unwrap(), &user.cleanroom_home());
+}
+
 #[test]
 fn third_party_tasks_run_unchanged() {
     let out = temp_out("thirdparty");
@@ -147,17 +218,7 @@ fn third_party_tasks_run_unchanged() {
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     assert_eq!(results.len(), 4);
-    for r in &results {
-        let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
-        assert_eq!(
-            r["outcome"],
-            expected,
-            "{} on {}: {}",
-            r["agent_id"],
-            r["task"],
-            trial_file(&run_dir, r, "verify.log")
-        );
-    }
+    assert_oracle_passed_and_nop_failed(&run_dir, &results);
     let config = std::fs::read_to_string(run_dir.join("run.toml")).unwrap();
     assert!(
         config.contains("pypi-sdist") && config.contains("sha256"),
@@ -165,17 +226,21 @@ fn third_party_tasks_run_unchanged() {
     );
 }
 
+/// Every adversarial agent of tests/fixtures/agents.
+const ADVERSARIES: [&str; 6] =
+    ["search-verifier", "plant-outputs", "detached-tamper", "replace-tools", "probe-walls", "verify-hooks"];
+
 #[test]
 fn adversarial_agents_never_pass() {
-    let agents = [
-        "search-verifier",
-        "plant-outputs",
-        "detached-tamper",
-        "replace-tools",
-        "probe-walls",
-        "verify-hooks",
-    ];
-    adversarial_agents_never_pass_on("sandbox", &agents);
+    adversarial_agents_never_pass_on("sandbox", &ADVERSARIES, None);
+}
+
+/// The same agents against the rootless sandbox (docs/rootless.md), run
+/// by an ordinary user: the walls are the sandbox's, in the user's own
+/// namespace.
+#[test]
+fn adversarial_agents_never_pass_rootless() {
+    adversarial_agents_never_pass_on("sandbox", &ADVERSARIES, Some(test_user()));
 }
 
 /// On a machine the agent is root of its own kernel: of the walls probed,
@@ -190,6 +255,7 @@ fn adversarial_agents_never_pass_on_a_machine() {
     adversarial_agents_never_pass_on(
         "vm",
         &["search-verifier", "plant-outputs", "detached-tamper", "probe-walls"],
+        None,
     );
 }
 
@@ -201,15 +267,25 @@ fn adversarial_agents_never_pass_on_a_machine() {
 /// to stop on every backend, and costs minutes on emulated hosts.
 #[test]
 fn adversarial_agents_never_pass_on_hosts() {
-    adversarial_agents_never_pass_on("ssh", &["search-verifier", "detached-tamper", "probe-walls"]);
+    adversarial_agents_never_pass_on("ssh", &["search-verifier", "detached-tamper", "probe-walls"], None);
 }
 
-fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
+/// Runs `agents` on `backend` as root, or as the ordinary `user` (the
+/// rootless sandbox, which needs --allow-unlimited).
+fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str], user: Option<&TestUser>) {
     let _alone = alone_if_emulated(backend);
-    let out = temp_out(&format!("adversarial-{backend}"));
+    let fixture = |rel: &str| match user {
+        Some(user) => user.copy_in(&repo().join(rel)).display().to_string(),
+        None => fixtures(rel),
+    };
+    let out = match user {
+        Some(user) => user.out_dir(&format!("adversarial-{backend}")),
+        None => temp_out(&format!("adversarial-{backend}")),
+    };
+    let agent_dir = fixture("tests/fixtures/agents");
     let mut args = vec![
         "--tasks".to_string(),
-        fixtures("tests/fixtures/tasks-adversarial"),
+        fixture("tests/fixtures/tasks-adversarial"),
         "--jobs".into(),
         "2".into(),
         "--backend".into(),
@@ -218,14 +294,17 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
     if backend == "ssh" {
         args.extend(["--config".into(), TEST_HOSTS.into()]);
     }
+    if user.is_some() {
+        args.push("--allow-unlimited".into());
+    }
     for a in agents {
         args.push("--agent".into());
-        args.push(format!("script:{}", fixtures(&format!("tests/fixtures/agents/{a}.sh"))));
+        args.push(format!("script:{agent_dir}/{a}.sh"));
     }
     args.extend(["--agent".into(), "oracle".into()]);
     let hostname_before = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (output, run_dir) = run(&out, &args);
+    let (output, run_dir) = run_with(user.map_or_else(cleanroom, TestUser::cleanroom), &out, &args);
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     assert_eq!(results.len(), agents.len() + 1);
@@ -273,7 +352,10 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str]) {
     }
     assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), hostname_before);
     if let Some(pid) = run_pid(&run_dir) {
-        assert_nothing_left(pid);
+        match user {
+            Some(user) => assert_nothing_left_in(pid, &user.cleanroom_home()),
+            None => assert_nothing_left(pid),
+        }
     }
 }
 

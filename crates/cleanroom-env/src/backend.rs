@@ -300,6 +300,13 @@ pub trait Backend: Send + Sync {
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError>;
 
+    /// Why none of this backend's environments can have its memory and
+    /// process limits enforced, known before any is made (the rootless
+    /// sandbox); None where each environment finds out for itself.
+    fn limits_never_enforced(&self) -> Option<&'static str> {
+        None
+    }
+
     /// How this backend's machines run their CPUs (`kvm`, `tcg`), once its
     /// images are prepared; None for a backend without virtual machines.
     fn accelerator(&self) -> Option<&'static str> {
@@ -341,9 +348,10 @@ pub trait Environment: Send + Sync {
     fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError>;
 
     /// Starts recording, from outside, which files the commands of the
-    /// current phase open or execute (see access.rs); none where the
-    /// backend cannot see that.
-    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+    /// current phase open or execute (see access.rs): at least the files
+    /// under the directory `under` (absolute inside), where the watch may
+    /// see more; none where the backend cannot see that.
+    fn watch_access(&self, _under: &str) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
         Ok(None)
     }
 

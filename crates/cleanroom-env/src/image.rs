@@ -1,8 +1,7 @@
 //! Base images for the `sandbox` backend, built here from Debian's own
 //! packages with debootstrap (never pulled from a container registry).
 //!
-//! Layout under the cleanroom home (`$CLEANROOM_HOME`, else
-//! `/var/lib/cleanroom`):
+//! Layout under the cleanroom home ([`cleanroom_home`]):
 //!
 //! ```text
 //! images/<name>.lock          flock: one builder per image at a time
@@ -148,12 +147,22 @@ pub struct Image {
     pub info: ImageInfo,
 }
 
-/// Where cleanroom keeps images: `$CLEANROOM_HOME`, else `/var/lib/cleanroom`.
+/// Where cleanroom keeps images, environments and caches:
+/// `$CLEANROOM_HOME`; else `/var/lib/cleanroom` for the host's root, and
+/// `$XDG_DATA_HOME/cleanroom` (`~/.local/share/cleanroom`) for anyone else,
+/// the rootless sandbox's user namespace included.
 pub fn cleanroom_home() -> PathBuf {
-    std::env::var_os("CLEANROOM_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/lib/cleanroom"))
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(home) = var("CLEANROOM_HOME") {
+        return home;
+    }
+    if crate::privilege::current() == crate::privilege::Privilege::HostRoot {
+        return PathBuf::from("/var/lib/cleanroom");
+    }
+    var("XDG_DATA_HOME")
+        .or_else(|| var("HOME").map(|home| home.join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("/var/lib"))
+        .join("cleanroom")
 }
 
 /// The image `name` if it has been built (in [`cleanroom_home`]).

@@ -13,6 +13,7 @@ mod files;
 mod gpu_pool;
 pub mod image;
 mod output;
+pub mod privilege;
 mod registry;
 mod rootfs;
 pub mod sandbox;
@@ -20,6 +21,7 @@ pub mod seal;
 mod slurm_options;
 pub mod ssh;
 pub mod time;
+pub mod user_namespace;
 pub mod vm;
 
 pub use access::{AccessWatch, Accessed, FileId, Use};

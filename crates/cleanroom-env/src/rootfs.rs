@@ -372,6 +372,41 @@ impl RootFs {
         Ok(crate::access::FileId { dev: st.st_dev, ino: st.st_ino })
     }
 
+    /// The handle by which fanotify names the entry at `path` (its type,
+    /// then its bytes), no link followed anywhere in the path. Asked for as
+    /// an identifier only (`AT_HANDLE_FID`), which every file system with
+    /// fanotify's file ids gives, overlayfs too.
+    pub fn file_handle(&self, path: &str) -> io::Result<Vec<u8>> {
+        const MAX_HANDLE_SZ: usize = 128;
+        const AT_HANDLE_FID: libc::c_int = 0x200;
+        #[repr(C)]
+        struct FileHandle {
+            bytes: u32,
+            kind: i32,
+            f: [u8; MAX_HANDLE_SZ],
+        }
+        let fd = self.open_beneath(&rel_cstring(path)?, libc::O_PATH | libc::O_NOFOLLOW)?;
+        let mut handle = FileHandle { bytes: MAX_HANDLE_SZ as u32, kind: 0, f: [0; MAX_HANDLE_SZ] };
+        let mut mount_id: libc::c_int = 0;
+        // SAFETY: a valid descriptor, an empty path and buffers of the sizes given.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_name_to_handle_at,
+                fd.as_raw_fd(),
+                c"".as_ptr(),
+                &mut handle as *mut FileHandle,
+                &mut mount_id as *mut libc::c_int,
+                libc::AT_EMPTY_PATH | AT_HANDLE_FID,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut key = handle.kind.to_ne_bytes().to_vec();
+        key.extend_from_slice(&handle.f[..(handle.bytes as usize).min(MAX_HANDLE_SZ)]);
+        Ok(key)
+    }
+
     /// Removes every path under `dir` whose relative path matches `globs`
     /// (a matching directory with all it holds), without following a link and
     /// never leaving the root. Returns the relative paths removed. A `dir`

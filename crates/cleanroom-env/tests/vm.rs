@@ -15,9 +15,8 @@ use cleanroom_env::vm::{BootFrom, VmBackend};
 use cleanroom_env::{
     image, AccessWatch, Backend, CancelToken, EnvDiff, EnvError, EnvSpec, Environment, ExecOutcome,
     ExecRequest, ExitStatus, Files, GpuDriver, HostMount, Limits, Needs, Network, PhaseOptions,
-    PreparedImage, SweepReport, Unmet,
 };
-use conformance::{host_processes_with, processes_inside, sh, spec};
+use conformance::{host_processes_with, processes_inside, sh, spec, Creating};
 
 /// One home for every run of the suite: a dead run's machines are swept,
 /// the initramfs archives are pruned, so it does not grow run by run.
@@ -27,22 +26,30 @@ fn home() -> PathBuf {
     dir
 }
 
-fn backend() -> &'static OnePerCore {
-    static BACKEND: OnceLock<OnePerCore> = OnceLock::new();
+/// The backend, with one machine per host core at most: a machine's CPUs
+/// share one QEMU thread under TCG (qemu.rs), and machines beyond the
+/// host's cores would starve each other's boot; the suite tests the
+/// backend, not the host's capacity.
+fn backend() -> &'static Creating<VmBackend> {
+    static BACKEND: OnceLock<Creating<VmBackend>> = OnceLock::new();
     BACKEND.get_or_init(|| {
         let backend = VmBackend::new(&home()).unwrap();
         // What an earlier run that was killed left, as every command sweeps.
         backend.sweep().expect("sweep");
         backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("machine image");
-        OnePerCore(backend)
+        one_per_core(backend)
     })
 }
 
-/// The backend, with one machine per host core at most: a machine's CPUs
-/// share one QEMU thread under TCG (qemu.rs), and machines beyond the
-/// host's cores would starve each other's boot; the suite tests the
-/// backend, not the host's capacity.
-struct OnePerCore(VmBackend);
+fn one_per_core(backend: VmBackend) -> Creating<VmBackend> {
+    Creating {
+        inner: backend,
+        create: |b, spec| {
+            let turn = Turn::take();
+            Ok(Box::new(Held { env: b.create(spec)?, _turn: turn }))
+        },
+    }
+}
 
 /// Machines running now, of at most [`Turn::limit`].
 static RUNNING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
@@ -71,29 +78,6 @@ impl Drop for Turn {
     }
 }
 
-impl Backend for OnePerCore {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-    fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
-        self.0.unmet(needs)
-    }
-    fn prepare_images(
-        &self,
-        names: &[&str],
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<Vec<PreparedImage>, EnvError> {
-        self.0.prepare_images(names, progress)
-    }
-    fn sweep(&self) -> Result<SweepReport, EnvError> {
-        self.0.sweep()
-    }
-    fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
-        let turn = Turn::take();
-        Ok(Box::new(Held { env: self.0.create(spec)?, _turn: turn }))
-    }
-}
-
 struct Held {
     env: Box<dyn Environment>,
     _turn: Turn,
@@ -118,8 +102,8 @@ impl Environment for Held {
     fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
         self.env.exec(req, cancel)
     }
-    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
-        self.env.watch_access()
+    fn watch_access(&self, under: &str) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+        self.env.watch_access(under)
     }
     fn end_phase(&mut self) -> Result<(), EnvError> {
         self.env.end_phase()
@@ -362,7 +346,7 @@ fn machines_of_one_shape_resume_from_one_snapshot_and_keep_their_own_time_and_ra
     const MEMORY_MB: u64 = 1000;
     remove_snapshots_of(MEMORY_MB);
     let shape = EnvSpec { memory_mb: MEMORY_MB, ..spec() };
-    let backend = OnePerCore(VmBackend::booting(&home(), BootFrom::Snapshot).unwrap());
+    let backend = one_per_core(VmBackend::booting(&home(), BootFrom::Snapshot).unwrap());
     backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).unwrap();
     // What a maker killed mid-way left (pid beyond pid_max), and the work of
     // a live one (this process, as the sweep identifies it).
@@ -420,7 +404,7 @@ fn own_start_time() -> u64 {
 fn a_backend_that_boots_cold_makes_no_snapshot() {
     const MEMORY_MB: u64 = 1001;
     remove_snapshots_of(MEMORY_MB);
-    let backend = OnePerCore(VmBackend::booting(&home(), BootFrom::Cold).unwrap());
+    let backend = one_per_core(VmBackend::booting(&home(), BootFrom::Cold).unwrap());
     backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).unwrap();
     let mut env = backend.create(&EnvSpec { memory_mb: MEMORY_MB, ..spec() }).unwrap();
     env.files().write_file("/root/cold", b"cold", 0o644).unwrap();

@@ -358,7 +358,7 @@ impl<'a> Pipeline<'a> {
             req.argv = ["/bin/bash", "--noprofile", "--norc", "-c", &step.run].map(String::from).to_vec();
             req.timeout = Some(timeout);
             let queries = access::queries_of(self.spec, &step.name);
-            let watch = if queries.is_empty() { None } else { env.watch_access()? };
+            let watch = if queries.is_empty() { None } else { env.watch_access(self.artifact_dest)? };
             let outcome = env.exec(&req, cancel)?;
             if !queries.is_empty() {
                 let seen = watch.map(|w| w.finish());

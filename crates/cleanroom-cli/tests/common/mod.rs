@@ -57,3 +57,67 @@ pub fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 pub mod scripted_model;
+
+/// The ordinary user the rootless tests run cleanroom as (made, with
+/// subordinate ids, by scripts/rootless-user.sh).
+pub struct TestUser {
+    pub uid: u32,
+    pub gid: u32,
+    pub home: PathBuf,
+    /// A directory the user may read and run from: copies of the binary
+    /// and fixtures (the checkout may be in a directory only root enters).
+    shelf: PathBuf,
+}
+
+pub fn test_user() -> &'static TestUser {
+    static USER: std::sync::OnceLock<TestUser> = std::sync::OnceLock::new();
+    USER.get_or_init(|| {
+        let out = Command::new("bash").arg(repo().join("scripts/rootless-user.sh")).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let f: Vec<&str> = text.split_whitespace().collect();
+        let shelf = std::env::temp_dir().join(format!("cleanroom-cli-shelf-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&shelf);
+        std::fs::create_dir_all(&shelf).unwrap();
+        let user =
+            TestUser { uid: f[0].parse().unwrap(), gid: f[1].parse().unwrap(), home: f[2].into(), shelf };
+        user.copy_in(Path::new(env!("CARGO_BIN_EXE_cleanroom")));
+        user
+    })
+}
+
+impl TestUser {
+    /// `path` (a file or a tree) copied where the user can read it.
+    pub fn copy_in(&self, path: &Path) -> PathBuf {
+        let dest = self.shelf.join(path.file_name().unwrap());
+        let ok = Command::new("cp").arg("-r").arg(path).arg(&dest).status().unwrap().success()
+            && Command::new("chmod").args(["-R", "a+rX"]).arg(&self.shelf).status().unwrap().success();
+        assert!(ok, "copying {} for the test user", path.display());
+        dest
+    }
+
+    /// The cleanroom binary, run as this user with a clean environment.
+    pub fn cleanroom(&self) -> Command {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(self.shelf.join("cleanroom"));
+        cmd.env_clear()
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("HOME", &self.home)
+            .current_dir(&self.home)
+            .uid(self.uid)
+            .gid(self.gid);
+        cmd
+    }
+
+    /// A fresh directory that the user owns.
+    pub fn out_dir(&self, name: &str) -> PathBuf {
+        let dir = temp_out(&format!("rootless-{name}"));
+        std::os::unix::fs::chown(&dir, Some(self.uid), Some(self.gid)).unwrap();
+        dir
+    }
+
+    /// The user's cleanroom home.
+    pub fn cleanroom_home(&self) -> PathBuf {
+        self.home.join(".local/share/cleanroom")
+    }
+}

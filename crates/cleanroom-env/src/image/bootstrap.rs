@@ -1,5 +1,5 @@
-//! Making an image's root file system: debootstrap, then configuration inside
-//! a chroot.
+//! Making an image's root file system: debootstrap (mmdebstrap in the
+//! rootless sandbox's user namespace), then configuration inside a chroot.
 //!
 //! Design note (what can go wrong, and why it cannot reach the host):
 //!
@@ -42,6 +42,8 @@ pub(crate) struct Plan {
 pub(crate) const HOST_CA_DIR: &str = "/usr/local/share/ca-certificates";
 
 const DEBOOTSTRAP: &str = "/usr/sbin/debootstrap";
+const MMDEBSTRAP: &str = "/usr/bin/mmdebstrap";
+const UNSHARE: &str = "/usr/bin/unshare";
 const KEYRING: &str = "usr/share/keyrings/debian-archive-keyring.gpg";
 /// The DNS server of the user-mode NAT (slirp4netns and pasta) that sandboxes
 /// reach the network through.
@@ -56,8 +58,19 @@ pub(crate) fn populate(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(), EnvError> {
     let spec = plan.spec;
-    progress(&format!("debootstrap {} from {}", spec.suite, plan.mirror));
-    let mut cmd = Command::new(DEBOOTSTRAP);
+    let rootless = crate::privilege::in_user_namespace();
+    let installer = if rootless { "mmdebstrap" } else { "debootstrap" };
+    progress(&format!("{installer} {} from {}", spec.suite, plan.mirror));
+    let mut cmd = if rootless {
+        // debootstrap makes device nodes, which a user namespace may not;
+        // mmdebstrap leaves /dev empty there (bubblewrap makes each
+        // phase's /dev), and mounts /proc in a PID namespace of its own.
+        let mut cmd = in_own_pid_namespace();
+        cmd.args([MMDEBSTRAP, "--mode=root", "--quiet"]);
+        cmd
+    } else {
+        Command::new(DEBOOTSTRAP)
+    };
     cmd.arg(format!("--variant={}", spec.variant));
     let include: Vec<&str> = spec.include.iter().chain(plan.extra).copied().collect();
     if !include.is_empty() {
@@ -65,7 +78,7 @@ pub(crate) fn populate(
     }
     cmd.arg(format!("--components={}", spec.components.join(",")));
     cmd.arg(spec.suite).arg(rootfs).arg(&plan.mirror);
-    run(cmd, "debootstrap", Some(&rootfs.join("debootstrap/debootstrap.log")))?;
+    run(cmd, installer, Some(&rootfs.join("debootstrap/debootstrap.log")))?;
 
     let certs = copy_host_cas(ca_dir, &rootfs.join("usr/local/share/ca-certificates"))?;
     progress(&format!("added {certs} host CA certificate(s)"));
@@ -79,8 +92,12 @@ pub(crate) fn populate(
     // The bind mount's target must be a plain file of the image, never a
     // link that would lead the mount elsewhere.
     replace_with_file(&rootfs.join("etc/resolv.conf"), b"")?;
-    let mut cmd = Command::new("/bin/sh");
+    let mut cmd = if rootless { in_own_pid_namespace() } else { Command::new("/bin/sh") };
+    if rootless {
+        cmd.arg("/bin/sh");
+    }
     cmd.arg("-c").arg(CHROOT_SCRIPT).arg("cleanroom-image-chroot").arg(rootfs);
+    cmd.arg(if rootless { "nodes" } else { "rbind" });
     run(cmd, "configuring the image in a chroot", None)?;
 
     replace_with_file(
@@ -99,9 +116,18 @@ pub(crate) fn populate(
     Ok(())
 }
 
-/// Runs as `/bin/sh -c SCRIPT NAME ROOTFS` in a private mount namespace. The
-/// root file system is only ever a positional parameter, never spliced into
-/// the script text.
+/// A command that runs its arguments as PID 1 of a new PID namespace with
+/// its own /proc: root of a user namespace may mount a /proc only there.
+fn in_own_pid_namespace() -> Command {
+    let mut cmd = Command::new(UNSHARE);
+    cmd.args(["--pid", "--fork", "--kill-child", "--mount-proc", "--"]);
+    cmd
+}
+
+/// Runs as `/bin/sh -c SCRIPT NAME ROOTFS DEV` in a private mount namespace,
+/// DEV saying how /dev is shown (`rbind`, or `nodes` in a user namespace).
+/// The root file system is only ever a positional parameter, never spliced
+/// into the script text.
 const CHROOT_SCRIPT: &str = r#"set -eu
 root="$1"
 on_proc="" on_dev="" on_resolv=""
@@ -116,8 +142,19 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 mount -t proc proc "$root/proc"
 on_proc=1
-mount --rbind /dev "$root/dev"
-on_dev=1
+if [ "$2" = nodes ]; then
+    # A user namespace may not unmount the host's /dev submounts that a
+    # recursive bind would bring: a tmpfs with the few nodes apt uses.
+    mount -t tmpfs -o mode=755,nosuid tmpfs "$root/dev"
+    on_dev=1
+    for node in null zero full random urandom; do
+        : >"$root/dev/$node"
+        mount --bind "/dev/$node" "$root/dev/$node"
+    done
+else
+    mount --rbind /dev "$root/dev"
+    on_dev=1
+fi
 mount --bind /etc/resolv.conf "$root/etc/resolv.conf"
 on_resolv=1
 chroot "$root" /usr/sbin/update-ca-certificates

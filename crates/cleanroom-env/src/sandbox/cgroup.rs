@@ -70,20 +70,19 @@ pub(crate) fn dirs_of(id: &str) -> Vec<PathBuf> {
 }
 
 impl Cgroup {
+    /// No cgroup: every limit unenforced (the rootless sandbox).
+    pub fn none() -> Cgroup {
+        let unenforced = LimitState::Unenforced;
+        Cgroup { dirs: Vec::new(), limits: Limits { memory: unenforced, pids: unenforced, disk: unenforced } }
+    }
+
     pub fn create(id: &str, memory_mb: u64, pids_max: u64, cpus: u32) -> Result<Cgroup, EnvError> {
         let memory = (memory_mb * 1024 * 1024).to_string();
         let all_pids = all_environments_pids_max();
         let pids = pids_max.min(all_pids).to_string();
         let period = 100_000u64;
         let quota = (cpus.max(1) as u64 * period).to_string();
-        let mut cg = Cgroup {
-            dirs: Vec::new(),
-            limits: Limits {
-                memory: LimitState::Unenforced,
-                pids: LimitState::Unenforced,
-                disk: LimitState::Unenforced,
-            },
-        };
+        let mut cg = Cgroup::none();
         let mkdir = |dir: &Path| -> Result<(), EnvError> {
             std::fs::create_dir_all(dir).map_err(|e| EnvError::io(dir.display().to_string(), e))
         };

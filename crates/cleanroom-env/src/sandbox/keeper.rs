@@ -1,6 +1,7 @@
 //! The mount keeper: one small process per environment that owns, in a
 //! private mount namespace, the loop-mounted ext4 disk (the disk limit) and
-//! the overlayfs root on top of it. Its stdin is a pipe from the harness;
+//! the overlayfs root on top of it. The rootless sandbox cannot loop-mount:
+//! its upper layer is a plain directory of the host's. Its stdin is a pipe from the harness;
 //! when the harness closes it (or dies), the keeper exits and the kernel
 //! unmounts everything with its namespace: no mount can outlive a run.
 
@@ -12,12 +13,14 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use crate::error::EnvError;
 use crate::sandbox::tool;
 
-/// The shell script the keeper runs; `$1` disk image, `$2` its mount
-/// point, `$3` the image's root (lower layer), `$4` the merged root.
+/// The shell script the keeper runs; `$1` disk image (empty: none), `$2`
+/// its mount point (or the directory that holds the upper layer), `$3` the
+/// image's root (lower layer), `$4` the merged root, `$5` more overlay
+/// options.
 const SCRIPT: &str = r#"set -e
-mount -o loop,nosuid,nodev "$1" "$2"
+if [ -n "$1" ]; then mount -o loop,nosuid,nodev "$1" "$2"; fi
 mkdir -p "$2/upper" "$2/work"
-mount -t overlay overlay -o "lowerdir=$3,upperdir=$2/upper,workdir=$2/work" "$4"
+mount -t overlay overlay -o "lowerdir=$3,upperdir=$2/upper,workdir=$2/work$5" "$4"
 echo ready
 exec cat >/dev/null"#;
 
@@ -29,13 +32,17 @@ pub(crate) struct Keeper {
 }
 
 impl Keeper {
+    /// Mounts `disk_image` at `disk_mount` and the overlay root at
+    /// `merged`. Without a disk image (the rootless sandbox) `disk_mount`
+    /// is a plain directory and the overlay keeps its attributes as a user
+    /// namespace may.
     pub fn start(
-        disk_image: &Path,
+        disk_image: Option<&Path>,
         disk_mount: &Path,
         lower: &Path,
         merged: &Path,
     ) -> Result<Keeper, EnvError> {
-        for p in [disk_image, disk_mount, lower, merged] {
+        for p in disk_image.into_iter().chain([disk_mount, lower, merged]) {
             let s = p.to_string_lossy();
             if s.contains(',') || s.contains(':') {
                 return Err(EnvError::Phase(format!(
@@ -45,10 +52,13 @@ impl Keeper {
         }
         let mut cmd = Command::new(tool("unshare"));
         cmd.args(["--mount", "--propagation", "private", "--", "/bin/sh", "-c", SCRIPT, "keeper"])
-            .arg(disk_image)
+            .arg(disk_image.unwrap_or(Path::new("")))
             .arg(disk_mount)
             .arg(lower)
             .arg(merged)
+            // In a user namespace overlayfs keeps its own attributes as
+            // user.overlay.* (trusted.* needs the host's CAP_SYS_ADMIN).
+            .arg(if disk_image.is_none() { ",userxattr" } else { "" })
             .env_clear()
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .stdin(Stdio::piped())

@@ -3,13 +3,20 @@
 //!
 //! bubblewrap mounts a fresh /proc and leaves /sys to us. After it has built
 //! the sandbox, and before any command runs, a forked child of the harness
-//! enters the holder's mount and network namespaces and chroots into its
-//! root (so every path resolves inside the environment, never on the host)
-//! and:
+//! enters the holder's network namespace and:
 //!
-//! - mounts a fresh sysfs, read-only: made in the phase's network namespace,
-//!   it lists the environment's network devices, not the host's, and has no
-//!   cgroup tree mounted under it;
+//! - makes a fresh sysfs, read-only, not yet attached anywhere: made in the
+//!   phase's network namespace, it lists the environment's network devices,
+//!   not the host's, and has no cgroup tree mounted under it. It is made in
+//!   the mount keeper's namespace, where the host's /sys is in view: the
+//!   kernel lets root of a user namespace (the rootless sandbox) make a
+//!   sysfs only where one is already fully visible, which the phase's own
+//!   namespace never has;
+//!
+//! then enters the holder's mount namespace and chroots into its root (so
+//! every path resolves inside the environment, never on the host), and:
+//!
+//! - attaches that sysfs at /sys;
 //! - makes /proc/sys and /proc/sysrq-trigger read-only (bubblewrap, run as
 //!   root, leaves them writable);
 //! - masks what tells about the host or other tenants, as Docker does: the
@@ -58,10 +65,12 @@ fn cstrings(paths: &[&str]) -> Vec<CString> {
     paths.iter().map(|p| CString::new(*p).expect("no NUL in a constant")).collect()
 }
 
-/// Trims the kernel views of the phase whose holder is `holder`.
-pub(crate) fn trim(holder: i32) -> Result<(), EnvError> {
+/// Trims the kernel views of the phase whose holder is `holder`, in the
+/// environment whose mount keeper is `keeper`.
+pub(crate) fn trim(holder: i32, keeper: i32) -> Result<(), EnvError> {
     let mnt = open_ns(holder, "mnt")?;
     let net = open_ns(holder, "net")?;
+    let keeper_mnt = open_ns(keeper, "mnt")?;
     let root_path = format!("/proc/{holder}/root");
     let root = std::fs::File::open(&root_path).map_err(|e| EnvError::io(root_path, e))?;
     let p = Prepared {
@@ -77,15 +86,28 @@ pub(crate) fn trim(holder: i32) -> Result<(), EnvError> {
     if pid == 0 {
         // SAFETY: forked child; raw system calls, then _exit.
         unsafe {
-            spawn::close_all_but(&mut [mnt.as_raw_fd(), net.as_raw_fd(), root.as_raw_fd()]);
+            spawn::close_all_but(&mut [
+                mnt.as_raw_fd(),
+                net.as_raw_fd(),
+                root.as_raw_fd(),
+                keeper_mnt.as_raw_fd(),
+            ]);
             if libc::setns(net.as_raw_fd(), libc::CLONE_NEWNET) != 0
-                || libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
+                || libc::setns(keeper_mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
+            {
+                libc::_exit(SETUP);
+            }
+            let sysfs = detached_sysfs();
+            if sysfs < 0 {
+                libc::_exit(SYSFS);
+            }
+            if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
                 || libc::fchdir(root.as_raw_fd()) != 0
                 || libc::chroot(c".".as_ptr()) != 0
             {
                 libc::_exit(SETUP);
             }
-            libc::_exit(trim_in_child(&p));
+            libc::_exit(trim_in_child(sysfs, &p));
         }
     }
     let mut status = 0;
@@ -109,17 +131,47 @@ pub(crate) fn trim(holder: i32) -> Result<(), EnvError> {
 
 const HARDENED: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
 
-/// In the forked child, inside the environment's root.
-unsafe fn trim_in_child(p: &Prepared) -> i32 {
+/// From linux/mount.h.
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const MOUNT_ATTR_HARDENED_RDONLY: libc::c_uint = 0x1 | 0x2 | 0x4 | 0x8; // RDONLY, NOSUID, NODEV, NOEXEC
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
+
+/// A new sysfs of the current network namespace, read-only and attached
+/// nowhere: its mount's descriptor, or -1.
+unsafe fn detached_sysfs() -> libc::c_int {
+    // SAFETY: raw system calls with constant, NUL-terminated strings.
+    unsafe {
+        let fs = libc::syscall(libc::SYS_fsopen, c"sysfs".as_ptr(), FSOPEN_CLOEXEC) as libc::c_int;
+        if fs < 0
+            || libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_CMD_CREATE,
+                std::ptr::null::<u8>(),
+                std::ptr::null::<u8>(),
+                0,
+            ) != 0
+        {
+            return -1;
+        }
+        libc::syscall(libc::SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_HARDENED_RDONLY) as libc::c_int
+    }
+}
+
+/// In the forked child, inside the environment's root, with the detached
+/// sysfs `sysfs`.
+unsafe fn trim_in_child(sysfs: libc::c_int, p: &Prepared) -> i32 {
     // SAFETY: raw system calls on prepared, NUL-terminated strings.
     unsafe {
-        let none = std::ptr::null::<libc::c_char>();
-        if libc::mount(
-            c"sysfs".as_ptr(),
+        if libc::syscall(
+            libc::SYS_move_mount,
+            sysfs,
+            c"".as_ptr(),
+            libc::AT_FDCWD,
             c"/sys".as_ptr(),
-            c"sysfs".as_ptr(),
-            libc::MS_RDONLY | HARDENED,
-            none.cast(),
+            MOVE_MOUNT_F_EMPTY_PATH,
         ) != 0
         {
             return SYSFS;

@@ -41,13 +41,20 @@ use crate::error::EnvError;
 use crate::files::Files;
 use crate::gpu_pool::{GpuPool, HeldGpus};
 use crate::image;
+use crate::privilege::{self, Privilege};
 use crate::rootfs::RootFs;
 
 pub use gpus::{Gpu, GpuHost};
 pub use sweep::sweep;
 
+/// Why the rootless sandbox enforces no limit.
+const ROOTLESS_LIMITS: &str = "the rootless sandbox makes no cgroups (docs/rootless.md)";
+
 pub struct SandboxBackend {
     home: PathBuf,
+    /// Run as root of a user namespace (docs/rootless.md): no loop-mounted
+    /// disk, no cgroups of the host's, no fanotify.
+    rootless: bool,
     /// Image name → its root file system, filled by prepare_images.
     images: Mutex<HashMap<String, PathBuf>>,
     gpu_host: Arc<GpuHost>,
@@ -58,13 +65,21 @@ pub struct SandboxBackend {
 impl SandboxBackend {
     /// A backend keeping its environments under `<home>/envs`.
     pub fn new(home: &Path) -> Result<SandboxBackend, EnvError> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            return Err(EnvError::Phase(
-                "the sandbox backend needs root (namespaces, cgroups, loop and overlay mounts): run cleanroom as root".into(),
-            ));
-        }
-        for tool in ["bwrap", "unshare", "mkfs.ext4", "slirp4netns", "ip"] {
+        let rootless = match privilege::current() {
+            Privilege::HostRoot => false,
+            Privilege::NamespaceRoot => true,
+            Privilege::User => {
+                return Err(EnvError::Phase(
+                    "the sandbox backend needs root, or root of a user namespace (the `cleanroom` command makes one for an ordinary user)".into(),
+                ))
+            }
+        };
+        let tools: &[&str] = if rootless {
+            &["bwrap", "unshare", "slirp4netns", "ip"]
+        } else {
+            &["bwrap", "unshare", "mkfs.ext4", "slirp4netns", "ip"]
+        };
+        for tool in tools {
             if host_tool(tool).is_none() {
                 return Err(EnvError::Phase(format!(
                     "`{tool}` not found: the sandbox backend needs bubblewrap, util-linux, e2fsprogs, slirp4netns and iproute2 (see the README)"
@@ -75,6 +90,7 @@ impl SandboxBackend {
         std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
         Ok(SandboxBackend {
             home: home.to_path_buf(),
+            rootless,
             images: Mutex::new(HashMap::new()),
             gpu_host: Arc::default(),
             gpus: Arc::new(GpuPool::new(Vec::new())),
@@ -135,6 +151,10 @@ impl Backend for SandboxBackend {
         sweep(&self.home)
     }
 
+    fn limits_never_enforced(&self) -> Option<&'static str> {
+        self.rootless.then_some(ROOTLESS_LIMITS)
+    }
+
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
         let image_root = self
             .images
@@ -151,7 +171,7 @@ impl Backend for SandboxBackend {
                 driver: spec.gpu_driver,
             }),
         };
-        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus)?))
+        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus, self.rootless)?))
     }
 }
 
@@ -171,6 +191,7 @@ pub struct SandboxEnv {
     /// files; removed again when the phase ends.
     file_points: Vec<String>,
     gpus: Option<EnvGpus>,
+    rootless: bool,
 }
 
 /// The GPUs an environment holds for its life, and whose driver they come with.
@@ -190,6 +211,7 @@ impl SandboxEnv {
         image_root: &Path,
         spec: &EnvSpec,
         gpus: Option<EnvGpus>,
+        rootless: bool,
     ) -> Result<SandboxEnv, EnvError> {
         if !image_root.join("usr").is_dir() {
             return Err(EnvError::NoImage(image_root.to_path_buf()));
@@ -200,7 +222,12 @@ impl SandboxEnv {
         std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
         // The owner is written first: a sweep never removes a live run's files.
         me.write(&dir)?;
-        let cgroup = match cgroup::Cgroup::create(&id, spec.memory_mb, spec.pids_max, spec.cpus) {
+        let made = if rootless {
+            Ok(cgroup::Cgroup::none())
+        } else {
+            cgroup::Cgroup::create(&id, spec.memory_mb, spec.pids_max, spec.cpus)
+        };
+        let cgroup = match made {
             Ok(cg) => cg,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
@@ -219,12 +246,19 @@ impl SandboxEnv {
             mount_points: Vec::new(),
             file_points: Vec::new(),
             gpus,
+            rootless,
         };
-        env.limits.disk = LimitState::Enforced;
         env.check_limits(spec.allow_unlimited)?;
-        env.make_disk(spec.disk_mb)?;
         let (disk, merged) = (env.dir.join("disk"), env.dir.join("root"));
-        let keeper = keeper::Keeper::start(&env.dir.join("disk.img"), &disk, image_root, &merged)?;
+        let disk_image = if rootless {
+            env.make_dirs()?;
+            None
+        } else {
+            env.limits.disk = LimitState::Enforced;
+            env.make_disk(spec.disk_mb)?;
+            Some(env.dir.join("disk.img"))
+        };
+        let keeper = keeper::Keeper::start(disk_image.as_deref(), &disk, image_root, &merged)?;
         env.root = Some(
             RootFs::open(&keeper.root_path)
                 .map_err(|e| EnvError::io(format!("open {}", keeper.root_path.display()), e))?,
@@ -237,13 +271,21 @@ impl SandboxEnv {
         if allow_unlimited {
             return Ok(());
         }
+        let why = if self.rootless { ROOTLESS_LIMITS } else { "no usable cgroup controller" };
         for (name, state) in [("memory", self.limits.memory), ("pids", self.limits.pids)] {
             if state == LimitState::Unenforced {
-                return Err(EnvError::LimitUnavailable {
-                    limit: name,
-                    why: "no usable cgroup controller".into(),
-                });
+                return Err(EnvError::LimitUnavailable { limit: name, why: why.into() });
             }
+        }
+        Ok(())
+    }
+
+    /// The disk's mount point (in the rootless sandbox, the directory that
+    /// holds the overlay's upper layer) and the merged root's.
+    fn make_dirs(&self) -> Result<(), EnvError> {
+        for d in ["disk", "root"] {
+            let p = self.dir.join(d);
+            std::fs::create_dir(&p).map_err(|e| EnvError::io(p.display().to_string(), e))?;
         }
         Ok(())
     }
@@ -255,10 +297,7 @@ impl SandboxEnv {
         let file = std::fs::File::create(&image).map_err(|e| EnvError::io(image.display().to_string(), e))?;
         file.set_len(disk_mb.max(64) * 1024 * 1024)
             .map_err(|e| EnvError::io(image.display().to_string(), e))?;
-        for d in ["disk", "root"] {
-            let p = self.dir.join(d);
-            std::fs::create_dir(&p).map_err(|e| EnvError::io(p.display().to_string(), e))?;
-        }
+        self.make_dirs()?;
         let out = Command::new(tool("mkfs.ext4"))
             .args(["-q", "-F", "-O", "^has_journal", "-E", "lazy_itable_init=1,nodiscard", "-m", "0"])
             .arg(&image)
@@ -421,8 +460,12 @@ impl Environment for SandboxEnv {
         spawn::run(&spawn::Target { holder_pid: holder.pid, cgroup_procs: &procs }, req, cancel)
     }
 
-    fn watch_access(&self) -> Result<Option<Box<dyn crate::AccessWatch>>, EnvError> {
+    fn watch_access(&self, under: &str) -> Result<Option<Box<dyn crate::AccessWatch>>, EnvError> {
         let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
+        if self.rootless {
+            // A file system mark needs the host's CAP_SYS_ADMIN.
+            return Ok(Some(Box::new(crate::fanotify::MarksWatch::start(&keeper.root_path, under)?)));
+        }
         Ok(Some(Box::new(crate::fanotify::FanotifyWatch::start(&keeper.root_path)?)))
     }
 

@@ -135,7 +135,7 @@ impl Holder {
         };
         let mut holder = Holder { bwrap, _block: block_w, pid, nat: None };
         wait_until_blocked(pid)?;
-        kernel_views::trim(pid)?;
+        kernel_views::trim(pid, keeper_pid)?;
         if network == Network::Outbound {
             holder.nat = Some(Nat::start(pid, cgroup_procs)?);
         }

@@ -416,7 +416,7 @@ impl Environment for SshEnv {
         crate::vm::exec::run(&*self.phase_channel()?, req, cancel)
     }
 
-    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+    fn watch_access(&self, _under: &str) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
         served::watch_access(self.phase_channel()?, "host").map(Some)
     }
 

@@ -125,10 +125,9 @@ impl VmBackend {
     /// A backend whose machines start as `boot` says, whatever the
     /// environment says.
     pub fn booting(home: &Path, boot: BootFrom) -> Result<VmBackend, EnvError> {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
+        if crate::privilege::current() != crate::privilege::Privilege::HostRoot {
             return Err(EnvError::Phase(
-                "the vm backend needs root (a network namespace per machine, its NAT): run cleanroom as root"
+                "the vm backend needs the host's root (a network namespace per machine, its NAT, its disk image): run cleanroom as root"
                     .into(),
             ));
         }
@@ -564,7 +563,7 @@ impl Environment for VmEnv {
         exec::run(&*self.phase_channel()?, req, cancel)
     }
 
-    fn watch_access(&self) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
+    fn watch_access(&self, _under: &str) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
         served::watch_access(self.phase_channel()?, "machine").map(Some)
     }
 
