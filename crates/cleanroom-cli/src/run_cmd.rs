@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cleanroom_agent::{AgentSpec, Config, GateMode};
-use cleanroom_env::{CancelToken, SlurmOptions};
+use cleanroom_env::privilege::{self, Privilege};
+use cleanroom_env::{Backend, CancelToken, SlurmOptions};
 use cleanroom_report::summary_table;
 use cleanroom_runner::{AgentEntry, AgentSetup, Executor, Local, Plan, RunInput};
 use cleanroom_store::{
@@ -18,7 +19,7 @@ use cleanroom_task::{load_tasks, Task};
 use crate::args::{ExecutorArg, RunArgs};
 use crate::error::{input, internal, CliError};
 use crate::reporter::{report_to, IndexReporter, Reporter, RunDirReporter, SummaryReporter, Terminal};
-use crate::slurm::SlurmExecutor;
+use crate::slurm::{RootlessSubmitter, SlurmExecutor};
 use crate::{interrupt, prepare};
 
 /// What a fresh run takes where a flag is not given.
@@ -31,7 +32,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     if let Some(path) = &args.resume {
         // Before the run's lock is taken: this process may only be the
         // rootless sandbox's waiting parent.
-        if cleanroom_store::read_run_config(path).is_ok_and(|c| c.backend == "sandbox") {
+        if cleanroom_store::read_run_config(path).is_ok_and(|c| c.backend == "sandbox" && c.slurm.is_none()) {
             prepare::enter_user_namespace_if_unprivileged()?;
         }
     }
@@ -45,7 +46,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     let agent_config = agent_config(&config);
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
-    let backend = prepare::backend(&config.backend, config_file)?;
+    let backend = submitting_backend(&config, config_file)?;
     if let (false, Some(why)) = (config.allow_unlimited, backend.limits_never_enforced()) {
         return Err(input(format!(
             "the {} backend cannot enforce memory and process limits here ({why}): pass --allow-unlimited to run without them",
@@ -285,6 +286,20 @@ fn slurm_flags(args: &RunArgs) -> [(&'static str, bool); 4] {
 /// A resumed run takes its plan from run.toml: a flag that would change
 /// it is refused rather than ignored. `--jobs` (how fast) and
 /// `--fail-under` (a judgement of the results) are honoured and recorded.
+/// The backend this process runs trials with; for an ordinary user's
+/// Slurm run of the sandbox, one that leaves the environments to the
+/// nodes, so that this process stays outside the user namespace where
+/// Slurm would refuse its commands (slurm/submitter.rs).
+fn submitting_backend(config: &RunConfig, config_file: Option<&Path>) -> Result<Box<dyn Backend>, CliError> {
+    let rootless_submitter =
+        config.slurm.is_some() && config.backend == "sandbox" && privilege::current() == Privilege::User;
+    if !rootless_submitter {
+        return prepare::backend(&config.backend, config_file);
+    }
+    Config::load(config_file)?;
+    Ok(Box::new(RootlessSubmitter))
+}
+
 fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(RunDir, RunConfig), CliError> {
     let mut plan_flags = vec![
         ("--tasks", !args.tasks.is_empty()),

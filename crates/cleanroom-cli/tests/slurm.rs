@@ -36,8 +36,12 @@ fn slow_agent(dir: &Path) -> String {
 }
 
 fn slurm_run(out: &Path, args: &[&str]) -> Child {
-    cleanroom()
-        .args(["run", "--executor", "slurm", "--tasks", &fixtures("examples/tasks"), "--jobs", "2"])
+    slurm_run_with(cleanroom(), &fixtures("examples/tasks"), out, args)
+}
+
+/// `cleanroom run --executor slurm` of `tasks` by `cmd`.
+fn slurm_run_with(mut cmd: Command, tasks: &str, out: &Path, args: &[&str]) -> Child {
+    cmd.args(["run", "--executor", "slurm", "--tasks", tasks, "--jobs", "2"])
         .args(args)
         .arg("--out")
         .arg(out)
@@ -229,6 +233,37 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
             "{result}"
         );
     }
+}
+
+/// An ordinary user's run: submitted as the user (Slurm refuses a
+/// submission from inside the user namespace), its trials run in the
+/// rootless sandbox on the nodes, and the submitter, killed, is resumed.
+#[test]
+fn an_ordinary_users_run_is_rootless_on_the_nodes_and_resumes() {
+    let _cluster = cluster();
+    let user = test_user();
+    let out = user.out_dir("slurm");
+    let tasks = user.copy_in(&repo().join("examples/tasks")).display().to_string();
+    let slow = slow_agent(&out);
+    let args = ["--task", "fd-anharmonic", "--agent", &slow, "--agent", "oracle", "--allow-unlimited"];
+    let mut run = slurm_run_with(user.cleanroom(), &tasks, &out, &args);
+    slow_agent_in_its_phase(&out);
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let dir = run_dir(&out);
+    let before = submitted(&dir);
+    let output = user.cleanroom().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(submitted(&dir), before, "the resumed run submitted again");
+    let slow_id = before[0].1.iter().find(|a| a.starts_with("script-slow")).unwrap().clone();
+    for (agent, outcome) in [("oracle", "passed"), (slow_id.as_str(), "failed")] {
+        let result = json(&dir.join(format!("trials/fd-anharmonic/{agent}/1/result.json")));
+        assert_eq!(result["outcome"], outcome, "{result}");
+        assert!(result["executor"]["node"].as_str().unwrap().starts_with("crnode"), "{result}");
+        assert_eq!(result["limits"]["memory"], "unenforced", "the node's sandbox was rootless: {result}");
+    }
+    let config = std::fs::read_to_string(dir.join("run.toml")).unwrap();
+    assert!(config.contains("debian-12-minimal = \"sha256:"), "the image's digest is recorded: {config}");
 }
 
 /// Ctrl-C ends the run's jobs with it.

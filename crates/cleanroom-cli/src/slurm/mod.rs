@@ -14,6 +14,9 @@
 
 mod commands;
 pub mod node;
+mod submitter;
+
+pub use submitter::RootlessSubmitter;
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
