@@ -3,6 +3,8 @@
 //! machine, from Debian's packages; CI's .ci/run starts it). Each test
 //! runs a whole `cleanroom run --executor slurm` and reads what it left,
 //! as a user would; one test at a time, since one of them kills a node.
+//! They submit as the ordinary user `cleanroom-test`, whose trials run in
+//! the rootless sandbox on the nodes; the examples are run by root too.
 
 mod common;
 
@@ -35,20 +37,40 @@ fn slow_agent(dir: &Path) -> String {
     format!("script:{}", path.display())
 }
 
-fn slurm_run(out: &Path, args: &[&str]) -> Child {
-    slurm_run_with(cleanroom(), &fixtures("examples/tasks"), out, args)
+/// Who submits a test's run: root, or the ordinary user the tests run
+/// as (its trials then run in the rootless sandbox on the nodes, and need
+/// --allow-unlimited; the user reads copies of the binary and tasks).
+#[derive(Clone, Copy)]
+struct Submitter(Option<&'static TestUser>);
+
+const ROOT: Submitter = Submitter(None);
+
+fn ordinary_user() -> Submitter {
+    Submitter(Some(test_user()))
 }
 
-/// `cleanroom run --executor slurm` of `tasks` by `cmd`.
-fn slurm_run_with(mut cmd: Command, tasks: &str, out: &Path, args: &[&str]) -> Child {
-    cmd.args(["run", "--executor", "slurm", "--tasks", tasks, "--jobs", "2"])
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+impl Submitter {
+    fn cleanroom(self) -> Command {
+        self.0.map_or_else(cleanroom, TestUser::cleanroom)
+    }
+
+    fn out(self, name: &str) -> PathBuf {
+        self.0.map_or_else(|| temp_out(name), |user| user.out_dir(name))
+    }
+
+    /// `cleanroom run --executor slurm` of the examples.
+    fn run(self, out: &Path, args: &[&str]) -> Child {
+        let tasks = match self.0 {
+            Some(user) => user.copy_in(&repo().join("examples/tasks")).display().to_string(),
+            None => fixtures("examples/tasks"),
+        };
+        let mut cmd = self.cleanroom();
+        cmd.args(["run", "--executor", "slurm", "--tasks", &tasks, "--jobs", "2"]).args(args);
+        if self.0.is_some() {
+            cmd.arg("--allow-unlimited");
+        }
+        cmd.arg("--out").arg(out).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+    }
 }
 
 fn run_dir(out: &Path) -> PathBuf {
@@ -133,30 +155,37 @@ impl Drop for Revive {
 #[test]
 fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
     let _cluster = cluster();
-    let out = temp_out("slurm-examples");
-    let output = slurm_run(&out, &["--agent", "oracle", "--agent", "nop"]).wait_with_output().unwrap();
-    assert!(output.status.success(), "{}", text(&output));
-    let run = run_dir(&out);
-    let mut outcomes = Vec::new();
-    for task in ["fd-anharmonic", "rff-ridge", "sir-network-final-size"] {
-        for agent in ["oracle", "nop"] {
-            let record = json(&run.join(format!("trials/{task}/{agent}/1/result.json")));
-            let executor = &record["executor"];
-            assert_eq!(executor["name"], "slurm", "{record}");
-            assert!(executor["node"].as_str().unwrap().starts_with("crnode"), "{record}");
-            assert!(executor["job_id"].as_str().unwrap().contains('_'), "{record}");
-            outcomes.push(format!("{task} {agent} {}", record["outcome"].as_str().unwrap()));
+    for submitter in [ROOT, ordinary_user()] {
+        let out = submitter.out("slurm-examples");
+        let output =
+            submitter.run(&out, &["--agent", "oracle", "--agent", "nop"]).wait_with_output().unwrap();
+        assert!(output.status.success(), "{}", text(&output));
+        let run = run_dir(&out);
+        let mut outcomes = Vec::new();
+        for task in ["fd-anharmonic", "rff-ridge", "sir-network-final-size"] {
+            for agent in ["oracle", "nop"] {
+                let record = json(&run.join(format!("trials/{task}/{agent}/1/result.json")));
+                let executor = &record["executor"];
+                assert_eq!(executor["name"], "slurm", "{record}");
+                assert!(executor["node"].as_str().unwrap().starts_with("crnode"), "{record}");
+                assert!(executor["job_id"].as_str().unwrap().contains('_'), "{record}");
+                let sandbox = if submitter.0.is_some() { "unenforced" } else { "enforced" };
+                assert_eq!(record["limits"]["memory"], sandbox, "rootless only for the user: {record}");
+                outcomes.push(format!("{task} {agent} {}", record["outcome"].as_str().unwrap()));
+            }
         }
+        let expected: Vec<String> = ["fd-anharmonic", "rff-ridge", "sir-network-final-size"]
+            .iter()
+            .flat_map(|t| [format!("{t} oracle passed"), format!("{t} nop failed")])
+            .collect();
+        assert_eq!(outcomes, expected);
+        let config = std::fs::read_to_string(run.join("run.toml")).unwrap();
+        assert!(config.contains("debian-12-minimal = \"sha256:"), "the image's digest is recorded: {config}");
+        // The nodes' reports were taken up and removed; the run directory
+        // has one writer.
+        let left = files_under(&run.join("slurm/attempts"));
+        assert!(left.is_empty(), "reports left: {left:?}");
     }
-    let expected: Vec<String> = ["fd-anharmonic", "rff-ridge", "sir-network-final-size"]
-        .iter()
-        .flat_map(|t| [format!("{t} oracle passed"), format!("{t} nop failed")])
-        .collect();
-    assert_eq!(outcomes, expected);
-    // The nodes' reports were taken up and removed; the run directory has
-    // one writer.
-    let left = files_under(&run.join("slurm/attempts"));
-    assert!(left.is_empty(), "reports left: {left:?}");
 }
 
 /// A node that dies in the middle of a trial: that attempt is an
@@ -165,9 +194,9 @@ fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
 #[test]
 fn a_node_that_dies_mid_trial_is_retried_elsewhere() {
     let _cluster = cluster();
-    let out = temp_out("slurm-node-dies");
+    let out = ordinary_user().out("slurm-node-dies");
     let slow = slow_agent(&out);
-    let run = slurm_run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "oracle"]);
+    let run = ordinary_user().run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "oracle"]);
     slow_agent_in_its_phase(&out);
     let dir = run_dir(&out);
     let (job, agents) = submitted(&dir).remove(0);
@@ -199,9 +228,10 @@ fn a_node_that_dies_mid_trial_is_retried_elsewhere() {
 #[test]
 fn a_killed_submitter_is_resumed_without_submitting_again() {
     let _cluster = cluster();
-    let out = temp_out("slurm-resume");
+    let user = ordinary_user();
+    let out = user.out("slurm-resume");
     let slow = slow_agent(&out);
-    let mut run = slurm_run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "nop"]);
+    let mut run = user.run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "nop"]);
     slow_agent_in_its_phase(&out);
     run.kill().unwrap();
     run.wait().unwrap();
@@ -210,16 +240,16 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
     let slow_id = before[0].1.iter().find(|a| a.starts_with("script-slow")).unwrap().clone();
     // Meanwhile `cleanroom status` tells what runs where, and that nothing
     // is attached.
-    let status = cleanroom().arg("status").arg(&dir).output().unwrap();
+    let status = user.cleanroom().arg("status").arg(&dir).output().unwrap();
     let said = text(&status);
     assert!(status.status.success(), "{said}");
     assert!(said.contains("of 2 trial(s) have a result"), "{said}");
     assert!(said.contains(&format!("  fd-anharmonic {slow_id} #1 attempt 1: agent")), "{said}");
     assert!(said.contains("no cleanroom run is attached: finish it with `cleanroom run --resume"), "{said}");
-    let output = cleanroom().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    let output = user.cleanroom().arg("run").arg("--resume").arg(&dir).output().unwrap();
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(submitted(&dir), before, "the resumed run submitted again");
-    let status = cleanroom().arg("status").arg(&dir).output().unwrap();
+    let status = user.cleanroom().arg("status").arg(&dir).output().unwrap();
     let said = text(&status);
     assert!(
         said.contains("2 of 2 trial(s) have a result (failed 2)") && !said.contains("attached"),
@@ -235,44 +265,13 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
     }
 }
 
-/// An ordinary user's run: submitted as the user (Slurm refuses a
-/// submission from inside the user namespace), its trials run in the
-/// rootless sandbox on the nodes, and the submitter, killed, is resumed.
-#[test]
-fn an_ordinary_users_run_is_rootless_on_the_nodes_and_resumes() {
-    let _cluster = cluster();
-    let user = test_user();
-    let out = user.out_dir("slurm");
-    let tasks = user.copy_in(&repo().join("examples/tasks")).display().to_string();
-    let slow = slow_agent(&out);
-    let args = ["--task", "fd-anharmonic", "--agent", &slow, "--agent", "oracle", "--allow-unlimited"];
-    let mut run = slurm_run_with(user.cleanroom(), &tasks, &out, &args);
-    slow_agent_in_its_phase(&out);
-    run.kill().unwrap();
-    run.wait().unwrap();
-    let dir = run_dir(&out);
-    let before = submitted(&dir);
-    let output = user.cleanroom().arg("run").arg("--resume").arg(&dir).output().unwrap();
-    assert!(output.status.success(), "{}", text(&output));
-    assert_eq!(submitted(&dir), before, "the resumed run submitted again");
-    let slow_id = before[0].1.iter().find(|a| a.starts_with("script-slow")).unwrap().clone();
-    for (agent, outcome) in [("oracle", "passed"), (slow_id.as_str(), "failed")] {
-        let result = json(&dir.join(format!("trials/fd-anharmonic/{agent}/1/result.json")));
-        assert_eq!(result["outcome"], outcome, "{result}");
-        assert!(result["executor"]["node"].as_str().unwrap().starts_with("crnode"), "{result}");
-        assert_eq!(result["limits"]["memory"], "unenforced", "the node's sandbox was rootless: {result}");
-    }
-    let config = std::fs::read_to_string(dir.join("run.toml")).unwrap();
-    assert!(config.contains("debian-12-minimal = \"sha256:"), "the image's digest is recorded: {config}");
-}
-
 /// Ctrl-C ends the run's jobs with it.
 #[test]
 fn an_interrupted_run_cancels_its_jobs() {
     let _cluster = cluster();
-    let out = temp_out("slurm-interrupt");
+    let out = ordinary_user().out("slurm-interrupt");
     let slow = slow_agent(&out);
-    let run = slurm_run(&out, &["--task", "fd-anharmonic", "--agent", &slow]);
+    let run = ordinary_user().run(&out, &["--task", "fd-anharmonic", "--agent", &slow]);
     slow_agent_in_its_phase(&out);
     let dir = run_dir(&out);
     // SAFETY: signalling our own child.
