@@ -28,6 +28,10 @@ const DEFAULT_RETRIES: u32 = 1;
 const DEFAULT_OUT: &str = "runs";
 
 pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
+    // Absolute, as run.toml records it: a resumed run and the Slurm nodes
+    // read it from elsewhere.
+    let absolute = config_file.map(|f| std::fs::canonicalize(f).unwrap_or_else(|_| f.to_path_buf()));
+    let config_file = absolute.as_deref();
     let out = args.out.as_deref().unwrap_or(Path::new(DEFAULT_OUT));
     if let Some(path) = &args.resume {
         // Before the run's lock is taken: this process may only be the
@@ -43,6 +47,8 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
         }
         None => (None, fresh(&args, config_file)?),
     };
+    let recorded = recorded_config_file(existing.is_some(), &config);
+    let config_file = recorded.as_deref().or(config_file);
     let agent_config = agent_config(&config);
     // Everything that can be bad input or a host unfit for environments is
     // found before a run directory is made.
@@ -286,6 +292,14 @@ fn slurm_flags(args: &RunArgs) -> [(&'static str, bool); 4] {
 /// A resumed run takes its plan from run.toml: a flag that would change
 /// it is refused rather than ignored. `--jobs` (how fast) and
 /// `--fail-under` (a judgement of the results) are honoured and recorded.
+/// The configuration file a resumed run was made with (the source laid
+/// over the built-in defaults, recorded absolute), so that its backend (a
+/// host pool, say) and its Slurm elements read the same one; a fresh run
+/// reads the one it was given.
+fn recorded_config_file(resumed: bool, config: &RunConfig) -> Option<PathBuf> {
+    resumed.then(|| config.config_sources.iter().skip(1).last().map(PathBuf::from)).flatten()
+}
+
 /// The backend this process runs trials with; for an ordinary user's
 /// Slurm run of the sandbox, one that leaves the environments to the
 /// nodes, so that this process stays outside the user namespace where

@@ -468,6 +468,38 @@ fn fail_under_judges_a_resumed_run() {
     assert_eq!(results(&run_dir).len(), 1, "a finished run has nothing to rerun");
 }
 
+/// `--resume` takes no --config: the run reads again the file it was made
+/// with, so a backend that lives in it (an ssh pool) is there again.
+#[test]
+fn a_resumed_run_reads_the_configuration_it_was_made_with() {
+    let out = temp_out("resume-config");
+    let config = out.join("hosts.toml");
+    // A provisioner that never makes a host: each trial is an infra_error,
+    // fast, and the run is there to resume.
+    std::fs::write(&config, "[[ssh.pools]]\nname = \"none\"\ncreate = \"true\"\ndestroy = \"true\"\n")
+        .unwrap();
+    let runs = out.join("runs");
+    let (output, run_dir) = run(
+        &runs,
+        &[
+            "--backend",
+            "ssh",
+            "--config",
+            &config.display().to_string(),
+            "--tasks",
+            &fixtures("tests/fixtures/tasks-adversarial"),
+            "--agent",
+            "nop",
+            "--retries",
+            "0",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(results(&run_dir)[0]["outcome"], "infra_error");
+    let resumed = cleanroom().arg("run").arg("--resume").arg(&run_dir).output().unwrap();
+    assert!(resumed.status.success(), "the resumed run had no pool: {}", text(&resumed));
+}
+
 #[test]
 fn tasks_list_and_check_work_from_inside_a_task() {
     let task = repo().join("examples/tasks/rff-ridge");
