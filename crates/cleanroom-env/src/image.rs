@@ -260,10 +260,16 @@ fn ensure_in(
     populate: &mut Populate<'_>,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Image, EnvError> {
-    match lookup_in(home, name, flavour)? {
-        Some(image) => Ok(image),
-        None => build_in(home, name, flavour, mirror, false, host, populate, progress),
-    }
+    let image = match lookup_in(home, name, flavour)? {
+        Some(image) => image,
+        None => build_in(home, name, flavour, mirror, false, host, populate, progress)?,
+    };
+    // No other user may run an image's set-user-ID programs (in the
+    // rootless sandbox they are the user's own).
+    let images = images_dir(home)?;
+    std::fs::set_permissions(&images, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| EnvError::io(format!("making {} private", images.display()), e))?;
+    Ok(image)
 }
 
 #[allow(clippy::too_many_arguments)]

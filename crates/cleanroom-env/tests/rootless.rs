@@ -176,3 +176,24 @@ fn packages_install_as_on_a_fresh_machine() {
         env.destroy().unwrap();
     });
 }
+
+/// The image's set-user-ID programs and an environment's upper layer are
+/// the user's own files on the host, with the user's ids: no other user
+/// may reach them (they would run as this user).
+#[test]
+fn no_other_user_reaches_the_images_or_the_environments() {
+    in_user_namespace("no_other_user_reaches_the_images_or_the_environments", || {
+        let env = sandbox().create(&EnvSpec { allow_unlimited: true, ..spec() }).unwrap();
+        let image = image::lookup(image::DEFAULT_IMAGE, image::Flavour::Sandbox).unwrap().unwrap();
+        let su = std::fs::metadata(image.root.join("usr/bin/su")).unwrap();
+        assert_ne!(su.mode() & 0o4000, 0, "su is set-user-ID in the image");
+        let images = image.root.parent().and_then(|p| p.parent()).unwrap();
+        let envs = std::env::temp_dir().join(format!("cleanroom-rootless-test-{}/envs", std::process::id()));
+        assert!(envs.join(env.id()).is_dir());
+        for dir in [images, envs.as_path()] {
+            let mode = std::fs::metadata(dir).unwrap().mode();
+            assert_eq!(mode & 0o077, 0, "{} is open to others: {mode:o}", dir.display());
+        }
+        env.destroy().unwrap();
+    });
+}

@@ -27,6 +27,7 @@ pub(crate) mod sweep;
 
 use std::collections::HashMap;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -86,8 +87,13 @@ impl SandboxBackend {
                 )));
             }
         }
+        // No other user may reach an environment's upper layer, where the
+        // agent makes set-user-ID programs of its own (in the rootless
+        // sandbox a directory of the host's, with the user's ids).
         let envs = home.join("envs");
-        std::fs::create_dir_all(&envs).map_err(|e| EnvError::io(envs.display().to_string(), e))?;
+        std::fs::create_dir_all(&envs)
+            .and_then(|()| std::fs::set_permissions(&envs, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| EnvError::io(envs.display().to_string(), e))?;
         Ok(SandboxBackend {
             home: home.to_path_buf(),
             rootless,
