@@ -136,6 +136,7 @@ fn the_built_in_agent_deploys_with_a_session_that_remembers() {
 
     let trajectory = json_file(dir.join("trajectory.json"));
     assert!(trajectory["schema_version"].as_str().unwrap().starts_with("ATIF-"));
+    assert_valid_trajectories(&run_dir);
     assert_eq!(trajectory["final_metrics"]["total_prompt_tokens"], 900);
     let seen = observations(&trajectory);
     assert!(seen.iter().any(|o| o.contains("/workspace/artifact/lib\nmark=kept")), "{seen:?}");
@@ -311,8 +312,13 @@ fn budgets_and_model_failures_end_the_trial_and_the_run_goes_on() {
     assert_eq!(result("llm-broken")["model_retries"], 2);
     let bad = result("llm-badargs");
     assert_eq!(bad["stop_reason"], "finished", "{bad}");
-    let seen = observations(&json_file(trial_dir(&run_dir, "llm-badargs").join("trajectory.json")));
+    let trajectory = json_file(trial_dir(&run_dir, "llm-badargs").join("trajectory.json"));
+    let seen = observations(&trajectory);
     assert!(seen[0].contains("not valid JSON"), "{seen:?}");
+    let sent = &trajectory["steps"].as_array().unwrap().iter().find(|s| s["tool_calls"].is_array()).unwrap()
+        ["tool_calls"][0]["arguments"];
+    assert!(sent["unparsed_arguments"].is_string(), "what the model sent is kept in an object: {sent}");
+    assert_valid_trajectories(&run_dir);
     assert_eq!(result("nop")["class"], "self_stop");
     // A 429 is waited out and retried: one step, one retry counted.
     let limited = result("llm-limited");
@@ -363,13 +369,24 @@ fn external_agents_reach_the_model_only_through_the_forwarder_on(backend: &str) 
         completion: 4,
     };
     let model = scripted_model::start(KEY, HashMap::from([("fwd".to_string(), vec![hello])]));
+    // And, on the sandbox, one that never calls the model: its trajectory
+    // has no step of its own.
+    let silent = out.join("silent.sh");
+    std::fs::write(&silent, "exit 0\n").unwrap();
     let agent = format!(
-        "[agents.bash-http]\nversion = \"1\"\ndialect = \"openai-chat\"\nmodel = \"fwd\"\ninstall = \"{}\"\nrun = \"{}\"\nlogs = [\"own.log\"]\n",
+        "[agents.bash-http]\nversion = \"1\"\ndialect = \"openai-chat\"\nmodel = \"fwd\"\ninstall = \"{}\"\nrun = \"{}\"\nlogs = [\"own.log\"]\n\n\
+         [agents.silent]\nversion = \"1\"\ndialect = \"openai-chat\"\nmodel = \"fwd\"\ninstall = \"{}\"\nrun = \"{}\"\n",
         fixtures("tests/fixtures/agents/bash-http/install.sh"),
         fixtures("tests/fixtures/agents/bash-http/run.sh"),
+        fixtures("tests/fixtures/agents/bash-http/install.sh"),
+        silent.display(),
     );
     let cfg = config(&out, &model.base_url, &["fwd"], &(agent + &backend_config(backend)));
-    let (output, run_dir) = run(&cfg, &out, &["--agent", "command:bash-http", "--backend", backend]);
+    let mut args = vec!["--agent", "command:bash-http", "--backend", backend];
+    if backend == "sandbox" {
+        args.extend(["--agent", "command:silent"]);
+    }
+    let (output, run_dir) = run(&cfg, &out, &args);
     assert!(output.status.success(), "{}", text(&output));
     let dir = trial_dir(&run_dir, "command-bash-http");
     let result = json_file(dir.join("result.json"));
@@ -416,6 +433,12 @@ fn external_agents_reach_the_model_only_through_the_forwarder_on(backend: &str) 
     let trajectory = json_file(dir.join("trajectory.json"));
     assert_eq!(trajectory["agent"]["name"], "bash-http");
     assert_eq!(trajectory["final_metrics"]["total_prompt_tokens"], 33);
+    if backend == "sandbox" {
+        let silent = json_file(trial_dir(&run_dir, "command-silent").join("trajectory.json"));
+        let steps = silent["steps"].as_array().unwrap();
+        assert_eq!((steps.len(), steps[0]["source"].as_str()), (1, Some("system")), "{silent}");
+    }
+    assert_valid_trajectories(&run_dir);
     let exchanges = read(dir.join("model-exchanges.jsonl"));
     let dialects: Vec<String> = exchanges
         .lines()

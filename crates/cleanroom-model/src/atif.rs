@@ -7,7 +7,11 @@ use serde_json::{json, Map, Value};
 
 use crate::usage::Usage;
 
-pub const SCHEMA_VERSION: &str = "ATIF-v1.4";
+/// The version current Harbor writes and validates (harbor 0.26).
+pub const SCHEMA_VERSION: &str = "ATIF-v1.8";
+
+/// The one step of a trajectory in which the agent made no model call.
+pub const NO_STEPS: &str = "(no step: the agent made no model call)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -30,15 +34,28 @@ impl Source {
 pub struct ToolCall {
     pub id: String,
     pub name: String,
-    /// Parsed arguments; a string when the model sent invalid JSON.
+    /// Parsed arguments, always a JSON object as ATIF requires: what the
+    /// model sent that is not one (invalid JSON, a bare string) is kept as
+    /// it came, under [`UNPARSED`].
     pub arguments: Value,
 }
+
+/// The key under which a tool call's arguments that are not a JSON object
+/// are kept, as text.
+pub const UNPARSED: &str = "unparsed_arguments";
 
 impl ToolCall {
     /// A chat-completions `tool_calls` entry.
     pub fn of_chat(call: &Value) -> ToolCall {
-        let raw = call["function"]["arguments"].as_str().unwrap_or_default();
-        let arguments = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        let arguments = match &call["function"]["arguments"] {
+            Value::Object(object) => Value::Object(object.clone()),
+            Value::String(raw) => match serde_json::from_str(raw) {
+                Ok(Value::Object(object)) => Value::Object(object),
+                _ => json!({ UNPARSED: raw }),
+            },
+            Value::Null => json!({}),
+            other => json!({ UNPARSED: other.to_string() }),
+        };
         ToolCall {
             id: call["id"].as_str().unwrap_or_default().to_string(),
             name: call["function"]["name"].as_str().unwrap_or_default().to_string(),
@@ -168,7 +185,12 @@ impl Trajectory {
 
     pub fn to_json(&self) -> Value {
         let (usage, cost) = self.totals();
-        let steps: Vec<Value> = self.steps.iter().enumerate().map(|(i, s)| s.to_json(i + 1)).collect();
+        let mut steps: Vec<Value> = self.steps.iter().enumerate().map(|(i, s)| s.to_json(i + 1)).collect();
+        if steps.is_empty() {
+            // ATIF has no empty trajectory: one step says there was nothing.
+            steps
+                .push(Step::new(Source::System, cleanroom_env::time::rfc3339_utc_now(), NO_STEPS).to_json(1));
+        }
         let mut agent = json!({"name": self.agent_name, "version": self.agent_version,
             "tool_definitions": self.tool_definitions});
         if let Some(m) = &self.model_name {
@@ -184,7 +206,7 @@ impl Trajectory {
                 "total_completion_tokens": usage.completion,
                 "total_cached_tokens": usage.cached,
                 "total_cost_usd": cost,
-                "total_steps": self.steps.len(),
+                "total_steps": steps.len(),
             },
         });
         if !self.extra.is_empty() {
@@ -323,5 +345,28 @@ mod tests {
         assert_eq!(t["final_metrics"]["total_cached_tokens"], 50);
         assert_eq!(t["final_metrics"]["total_steps"], 4);
         assert_eq!(t["schema_version"], SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn arguments_are_always_an_object() {
+        let call = |args: &str| {
+            ToolCall::of_chat(&json!({"id": "c", "function": {"name": "bash", "arguments": args}})).arguments
+        };
+        assert_eq!(call(r#"{"command":"ls"}"#), json!({"command": "ls"}));
+        let sent_parsed = json!({"id": "c", "function": {"name": "bash", "arguments": {"command": "ls"}}});
+        assert_eq!(ToolCall::of_chat(&sent_parsed).arguments, json!({"command": "ls"}));
+        for sent in [r#"{"command": "ls""#, r#""ls""#, "[1, 2]", ""] {
+            assert_eq!(call(sent), json!({ UNPARSED: sent }), "{sent}");
+        }
+    }
+
+    #[test]
+    fn a_trajectory_without_steps_has_one_that_says_so() {
+        let t = Trajectory::new("s", "codex", "1", None).to_json();
+        let steps = t["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 1);
+        assert_eq!((steps[0]["step_id"].as_u64(), steps[0]["source"].as_str()), (Some(1), Some("system")));
+        assert_eq!(steps[0]["message"], NO_STEPS);
+        assert_eq!(t["final_metrics"]["total_steps"], 1);
     }
 }

@@ -121,3 +121,14 @@ impl TestUser {
         self.home.join(".local/share/cleanroom")
     }
 }
+
+/// Every trajectory.json of the run at `run_dir` passes Harbor's own
+/// validator (scripts/harbor-validator.sh), as peer tools read them.
+pub fn assert_valid_trajectories(run_dir: &Path) {
+    let files: Vec<PathBuf> =
+        files_under(&run_dir.join("trials")).into_iter().filter(|p| p.ends_with("trajectory.json")).collect();
+    assert!(!files.is_empty(), "no trajectory in {}", run_dir.display());
+    let out =
+        Command::new("bash").arg(repo().join("scripts/harbor-validator.sh")).args(&files).output().unwrap();
+    assert!(out.status.success(), "Harbor rejects a trajectory:\n{}", text(&out));
+}
