@@ -1,7 +1,11 @@
 //! JUnit XML for CI systems: one `<testsuite>` per agent, one `<testcase>`
 //! per trial. A failed trial is a `<failure>` whose type is its class and
-//! whose message names the first failing step or check; an infra error is
-//! an `<error>`; a skipped trial is `<skipped>`. On a negative control,
+//! whose message names the first failing step or check; an agent error or
+//! an infra error is an `<error>` with the error's text; a skipped trial is
+//! `<skipped>`. What CI servers' schema (Jenkins xunit's) allows: no
+//! `skipped` on `<testsuites>`; each suite with its start (`timestamp`,
+//! its first trial's) and `hostname`; property names unique across
+//! suites, which some readers need. On a negative control,
 //! whose failure is expected and kept out of every rate, a failure is
 //! `<skipped>` and a pass is a `<failure>` of type `negative_control_passed`.
 //!
@@ -50,6 +54,15 @@ pub fn render_junit(report: &Report) -> String {
                     );
                 }
                 Outcome::Passed => cases.push_str("/>\n"),
+                Outcome::Failed if r.class == Some(FailureClass::AgentError) => {
+                    let error = r.error.as_deref().unwrap_or("agent error");
+                    let _ = write!(
+                        cases,
+                        ">\n      <error type=\"agent_error\" message=\"{}\">{}</error>\n    </testcase>\n",
+                        x(error.lines().next().unwrap_or("agent error")),
+                        escape_xml_lines(&format!("{error}\n{}", details(r)))
+                    );
+                }
                 Outcome::Failed => {
                     let message = failure_message(r);
                     let _ = write!(
@@ -78,17 +91,22 @@ pub fn render_junit(report: &Report) -> String {
                 }
             }
         }
+        let started = report.trials.iter().filter(|t| t.arm == a).map(|t| t.record.started_at.as_str()).min();
         let _ = write!(
             suites,
-            "  <testsuite name=\"{}\" {}>\n    <properties>\n      <property name=\"agent\" value=\"{}\"/>\n      \
-             <property name=\"run_id\" value=\"{}\"/>\n",
-            x(&arm.label),
+            "  <testsuite name=\"{label}\" {} skipped=\"{}\" timestamp=\"{}\" hostname=\"{}\">\n    <properties>\n      \
+             <property name=\"{label}.agent\" value=\"{}\"/>\n      <property name=\"{label}.run_id\" value=\"{}\"/>\n",
             t.attributes(),
+            t.skipped,
+            x(started.unwrap_or_default()),
+            x(&hostname()),
             x(&arm.agent),
-            x(&arm.run_id)
+            x(&arm.run_id),
+            label = x(&arm.label),
         );
         if let Some(model) = &arm.model {
-            let _ = writeln!(suites, "      <property name=\"model\" value=\"{}\"/>", x(model));
+            let _ =
+                writeln!(suites, "      <property name=\"{}.model\" value=\"{}\"/>", x(&arm.label), x(model));
         }
         suites.push_str("    </properties>\n");
         suites.push_str(&cases);
@@ -117,6 +135,7 @@ impl Totals {
             Outcome::Passed if r.negative_control => self.failures += 1,
             Outcome::Failed if r.negative_control => self.skipped += 1,
             Outcome::Passed => {}
+            Outcome::Failed if r.class == Some(FailureClass::AgentError) => self.errors += 1,
             Outcome::Failed => self.failures += 1,
             Outcome::InfraError => self.errors += 1,
             Outcome::Skipped => self.skipped += 1,
@@ -132,12 +151,18 @@ impl Totals {
         self.time += o.time;
     }
 
+    /// What both `<testsuites>` and `<testsuite>` may say.
     fn attributes(&self) -> String {
         format!(
-            "tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\"",
-            self.tests, self.failures, self.errors, self.skipped, self.time
+            "tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{:.3}\"",
+            self.tests, self.failures, self.errors, self.time
         )
     }
+}
+
+/// The name of the host the report is made on (where a local run ran).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
 }
 
 fn secs(x: f64) -> f64 {
