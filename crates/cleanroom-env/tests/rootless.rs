@@ -65,6 +65,7 @@ fn test_user() -> (u32, u32, String) {
 fn runnable_copy() -> PathBuf {
     static COPY: OnceLock<PathBuf> = OnceLock::new();
     COPY.get_or_init(|| {
+        remove_copies_of_dead_runs();
         let dir = std::env::temp_dir().join(format!("cleanroom-rootless-bin-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -74,6 +75,18 @@ fn runnable_copy() -> PathBuf {
         copy
     })
     .clone()
+}
+
+/// Removes the copies that test processes no longer running left.
+fn remove_copies_of_dead_runs() {
+    for entry in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("cleanroom-rootless-bin-") {
+            if !std::path::Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
 }
 
 /// Runs `test` as root of the test user's namespace: here when already

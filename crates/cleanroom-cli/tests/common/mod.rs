@@ -76,6 +76,16 @@ pub fn test_user() -> &'static TestUser {
         assert!(out.status.success(), "{}", text(&out));
         let text = String::from_utf8(out.stdout).unwrap();
         let f: Vec<&str> = text.split_whitespace().collect();
+        // The shelves of test processes no longer running go.
+        for entry in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let dead = name
+                .strip_prefix("cleanroom-cli-shelf-")
+                .is_some_and(|pid| !Path::new("/proc").join(pid).exists());
+            if dead {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
         let shelf = std::env::temp_dir().join(format!("cleanroom-cli-shelf-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&shelf);
         std::fs::create_dir_all(&shelf).unwrap();
