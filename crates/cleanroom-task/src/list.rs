@@ -60,6 +60,12 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
+/// DeployBench's `pre2020`: the paper came out before 2020. Where the
+/// year is not known, the task's `legacy` flag stands in for it.
+fn pre2020(t: &Task) -> bool {
+    t.spec.paper.year.map_or(t.spec.task.legacy, |year| year < 2020)
+}
+
 fn render_csv(tasks: &[Task]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     // Writing to a Vec cannot fail.
@@ -73,7 +79,7 @@ fn render_csv(tasks: &[Task]) -> String {
             s.task.difficulty.as_str(),
             agent_time.as_str(),
             s.task.domain.deploybench_type(),
-            yes_no(s.task.legacy),
+            yes_no(pre2020(t)),
             yes_no(s.task.gpu),
             s.task.languages.first().map_or("", String::as_str),
             yes_no(s.task.qemu),

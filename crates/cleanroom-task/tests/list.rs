@@ -128,3 +128,25 @@ fn task_serializes_to_json() {
     assert_eq!(v["verify"]["checks"][1]["select"]["regex"], "checksum: ([0-9a-f]{16})");
     assert_eq!(v["verify"]["steps"][0]["stage"], "setup");
 }
+
+/// `pre2020` is the paper's year where it is known, whatever `legacy` says
+/// (legacy code can come with a recent paper, and the other way round).
+#[test]
+fn pre2020_comes_from_the_papers_year() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (id, legacy, year) in
+        [("old-paper", false, "2016"), ("new-paper", true, "2022"), ("no-year", true, "")]
+    {
+        let paper = if year.is_empty() { String::new() } else { format!("[paper]\nyear = {year}\n") };
+        let toml =
+            format!("schema_version = 1\n[task]\ntitle = \"t\"\ndomain = \"ai\"\nlegacy = {legacy}\n[agent]\ntimeout_sec = 600\n{paper}");
+        common::write_task(tmp.path(), id, &toml, common::CHECK);
+    }
+    let tasks = load_tasks(&[tmp.path().to_path_buf()]).unwrap();
+    let out = render_list(&tasks, ListFormat::Csv);
+    let mut rd = csv::Reader::from_reader(out.as_bytes());
+    let pre2020: Vec<(String, String)> =
+        rd.records().map(Result::unwrap).map(|r| (r[0].to_string(), r[5].to_string())).collect();
+    let want = [("new-paper", "no"), ("no-year", "yes"), ("old-paper", "yes")];
+    assert_eq!(pre2020, want.map(|(a, b)| (a.to_string(), b.to_string())));
+}
