@@ -3,7 +3,8 @@
 # home and 65536 subordinate user and group ids, as the rootless sandbox
 # needs (docs/rootless.md), and prints "UID GID HOME". Run as root; the
 # rootless tests use it, and so can anyone who wants to try the rootless
-# sandbox with an account of its own. Nothing else of the host changes.
+# sandbox with an account of its own. Nothing else of the host changes,
+# but for the TUN device's mode (below).
 set -euo pipefail
 name=${1:-cleanroom-test}
 if [ "$(id -u)" != 0 ]; then
@@ -24,4 +25,10 @@ for file in /etc/subuid /etc/subgid; do
     usermod "$flag" "$start-$((start + 65535))" "$name"
   fi
 done
+# slirp4netns, run by the user, opens the TUN device: open to everyone as
+# Debian's udev rules make it (a host without udev leaves it root's after
+# each boot); opening it gives no power by itself.
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+  chmod 0666 /dev/net/tun
+fi
 echo "$(id -u "$name") $(id -g "$name") $(getent passwd "$name" | cut -d: -f6)"
