@@ -169,9 +169,20 @@ fn each_event(bytes: &[u8], mut f: impl FnMut(&libc::fanotify_event_metadata, &[
     }
 }
 
-fn note_use(entry: &mut Use, mask: u64) {
+/// Notes in `uses` that `file` was used as `mask` says; false, noting
+/// nothing, when `uses` already holds its bound of files.
+fn note_use<K: Eq + std::hash::Hash>(uses: &mut HashMap<K, Use>, file: K, mask: u64) -> bool {
+    if uses.len() >= MAX_FILES && !uses.contains_key(&file) {
+        return false;
+    }
+    let entry = uses.entry(file).or_default();
     entry.opened |= mask & libc::FAN_OPEN != 0;
     entry.executed |= mask & libc::FAN_OPEN_EXEC != 0;
+    true
+}
+
+fn too_many_files() -> String {
+    format!("more than {MAX_FILES} files were opened")
 }
 
 const OVERFLOWED: &str = "the kernel's event queue overflowed";
@@ -189,9 +200,8 @@ impl Record for Accessed {
 
 impl Accessed {
     fn event(&mut self, event: &libc::fanotify_event_metadata) {
-        let seen = self;
         if event.mask & libc::FAN_Q_OVERFLOW != 0 {
-            seen.incomplete(OVERFLOWED.into());
+            self.incomplete(OVERFLOWED.into());
         }
         if event.fd < 0 {
             return;
@@ -204,11 +214,9 @@ impl Accessed {
             return;
         }
         let id = FileId { dev: st.st_dev, ino: st.st_ino };
-        if seen.files.len() >= MAX_FILES && !seen.files.contains_key(&id) {
-            seen.incomplete(format!("more than {MAX_FILES} files were opened"));
-            return;
+        if !note_use(&mut self.files, id, event.mask) {
+            self.incomplete(too_many_files());
         }
-        note_use(seen.files.entry(id).or_default(), event.mask);
     }
 }
 
@@ -237,11 +245,9 @@ impl Record for ByHandle {
                 self.incomplete(OVERFLOWED.into());
             }
             if let Some(handle) = reported_handle(info) {
-                if self.uses.len() >= MAX_FILES && !self.uses.contains_key(&handle) {
-                    self.incomplete(format!("more than {MAX_FILES} files were opened"));
-                    return;
+                if !note_use(&mut self.uses, handle, event.mask) {
+                    self.incomplete(too_many_files());
                 }
-                note_use(self.uses.entry(handle).or_default(), event.mask);
             }
         });
     }

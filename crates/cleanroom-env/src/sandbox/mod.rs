@@ -75,12 +75,9 @@ impl SandboxBackend {
                 ))
             }
         };
-        let tools: &[&str] = if rootless {
-            &["bwrap", "unshare", "slirp4netns", "ip"]
-        } else {
-            &["bwrap", "unshare", "mkfs.ext4", "slirp4netns", "ip"]
-        };
-        for tool in tools {
+        // The rootless sandbox makes no disk of its own (no mkfs.ext4).
+        let tools = ["bwrap", "unshare", "mkfs.ext4", "slirp4netns", "ip"];
+        for tool in tools.into_iter().filter(|t| !(rootless && *t == "mkfs.ext4")) {
             if host_tool(tool).is_none() {
                 return Err(EnvError::Phase(format!(
                     "`{tool}` not found: the sandbox backend needs bubblewrap, util-linux, e2fsprogs, slirp4netns and iproute2 (see the README)"

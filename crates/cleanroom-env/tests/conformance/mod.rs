@@ -659,12 +659,9 @@ pub fn the_diff_tells_nothing_of_the_hosts_paths(backend: &dyn Backend) {
     // of the rootless sandbox can compare nothing, and checks what the
     // diff says.
     let host_writable = cleanroom_env::privilege::current() == cleanroom_env::privilege::Privilege::HostRoot;
+    let cases: &[bool] = if host_writable { &[false, true] } else { &[false] };
     let mut seen: Vec<Vec<String>> = Vec::new();
-    for host_has_them in [false, true] {
-        if host_has_them && !host_writable {
-            seen.push(seen[0].clone());
-            continue;
-        }
+    for &host_has_them in cases {
         let _host = host_has_them.then(|| {
             std::fs::create_dir_all(format!("/run/{name}-d/x")).unwrap();
             std::fs::write(format!("/run/{name}"), "host").unwrap();
@@ -678,7 +675,7 @@ pub fn the_diff_tells_nothing_of_the_hosts_paths(backend: &dyn Backend) {
         seen.push(diff_lines(env.as_ref()));
         env.destroy().unwrap();
     }
-    assert_eq!(seen[0], seen[1], "the diff depends on the host's /run");
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "the diff depends on the host's /run");
     for line in ["A /var/run", &format!("A /var/run/{name}"), &format!("A /var/run/{name}-d/x")] {
         assert!(seen[0].iter().any(|l| l == line), "{line} not in {:?}", seen[0]);
     }
