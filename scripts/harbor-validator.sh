@@ -12,15 +12,19 @@ venv=/var/cache/cleanroom/harbor-$VERSION
 AGENT_NAME="Harbor's trajectory validator"
 # shellcheck source=../agents/_lib/common.sh
 source "$(dirname "$0")/../agents/_lib/common.sh"
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import harbor' 2>/dev/null; then
+# One installer at a time (tests validate concurrently); the others wait
+# and find its venv, complete once the marker is written.
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+if [ ! -f "$venv/.installed" ]; then
   python=$(find_python 3.12 3.13)
-  rm -rf "$venv.tmp"
-  mkdir -p "$(dirname "$venv")"
-  env -i PATH=/usr/bin:/bin "$python" -m venv "$venv.tmp" >&2
-  "$venv.tmp/bin/pip" install -q "harbor==$VERSION" >&2
-  rm -rf "$venv"
-  mv "$venv.tmp" "$venv"
+  rm -rf "$venv" "$venv.tmp"
+  env -i PATH=/usr/bin:/bin "$python" -m venv "$venv" >&2
+  "$venv/bin/pip" install -q "harbor==$VERSION" >&2
+  touch "$venv/.installed"
 fi
+flock -u 9
 status=0
 for file in "$@"; do
   "$venv/bin/python" -m harbor.utils.trajectory_validator "$file" || status=1

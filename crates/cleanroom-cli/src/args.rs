@@ -79,6 +79,27 @@ pub struct IndexRebuildArgs {
 pub enum ImageCommand {
     /// Build a base image with debootstrap from the host's apt mirror.
     Build(ImageBuildArgs),
+    /// Write a sandbox image as a tar archive (for `image import` on
+    /// another machine or by another user).
+    Export(ImageExportArgs),
+    /// Install a sandbox image from an archive that `image export` wrote;
+    /// its digest is checked.
+    Import(ImageImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImageExportArgs {
+    #[arg(long, default_value = "debian-12-minimal")]
+    pub image: String,
+    /// Where to write the archive (default: standard output).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImageImportArgs {
+    /// The archive (`-` or none: standard input).
+    pub archive: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,7 @@ mod run_cmd;
 mod slurm;
 mod status_cmd;
 mod tasks_cmd;
+mod user_scope;
 
 use std::process::ExitCode;
 
@@ -38,6 +39,8 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Image(args::ImageCommand::Build(a)) => image_cmd::build(a),
+        Command::Image(args::ImageCommand::Export(a)) => image_cmd::export(a),
+        Command::Image(args::ImageCommand::Import(a)) => image_cmd::import(a),
         Command::Tasks(TasksCommand::List(a)) => tasks_cmd::list(a),
         Command::Tasks(TasksCommand::Check(a)) => check_cmd::check(a, cli.config.as_deref()),
         Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a, cli.config.as_deref()),

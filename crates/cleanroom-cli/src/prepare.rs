@@ -38,10 +38,12 @@ pub fn backend(name: &str, config_file: Option<&Path>) -> Result<Box<dyn Backend
 }
 
 /// An ordinary user's command goes on as root of a user namespace (the
-/// rootless sandbox): this process is then only its waiting parent. Done
+/// rootless sandbox), in a cgroup scope delegated to it where the user's
+/// systemd makes one: this process is then only its waiting parent. Done
 /// before anything is written, the command runs there from its start.
 pub fn enter_user_namespace_if_unprivileged() -> Result<(), CliError> {
     if privilege::current() == Privilege::User {
+        crate::user_scope::run_in_delegated_scope_if_possible()?;
         crate::rootless::run_in_user_namespace()?;
     }
     Ok(())

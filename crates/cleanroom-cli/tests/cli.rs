@@ -1260,3 +1260,52 @@ fn a_task_that_needs_a_machine_is_skipped_by_the_sandbox_with_why() {
     assert!(check.status.success(), "{report}");
     assert!(report.contains("warning: not run on the sandbox backend: machine"), "{report}");
 }
+
+/// `image export` and `image import` carry an image to another home (the
+/// ordinary user's own, as docs/rootless.md has it) with its digest, and
+/// an archive whose contents do not match its recorded digest is refused.
+#[test]
+fn an_exported_image_imports_with_its_digest_and_a_changed_one_is_refused() {
+    let out = temp_out("image-archive");
+    let bin = env!("CARGO_BIN_EXE_cleanroom");
+    let cleanroom = |home: &Path, args: &[&str]| {
+        std::process::Command::new(bin).env("CLEANROOM_HOME", home).args(args).output().unwrap()
+    };
+    let archive = out.join("image.tar");
+    let built = std::process::Command::new(bin).args(["image", "build"]).output().unwrap();
+    assert!(built.status.success(), "{}", text(&built));
+    let exported =
+        std::process::Command::new(bin).args(["image", "export", "-o"]).arg(&archive).output().unwrap();
+    assert!(exported.status.success(), "{}", text(&exported));
+
+    let home = out.join("home");
+    let imported = cleanroom(&home, &["image", "import", &archive.display().to_string()]);
+    assert!(imported.status.success(), "{}", text(&imported));
+    let line = String::from_utf8_lossy(&imported.stdout).into_owned();
+    let digest = line.split_whitespace().nth(1).unwrap().to_string();
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(home.join("images/debian-12-minimal/image.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["digest"], digest.as_str());
+
+    // One file of the archive changed after export.
+    let unpacked = out.join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let sh = |script: &str| {
+        let ok = std::process::Command::new("sh")
+            .args(["-ec", script, "sh"])
+            .arg(&unpacked)
+            .arg(&archive)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{script}");
+    };
+    sh("tar -C \"$1\" -xf \"$2\" && chmod u+w \"$1/rootfs/etc\" && echo planted >>\"$1/rootfs/etc/hostname\" && tar -C \"$1\" -cf \"$2.changed\" image.json rootfs");
+    let changed = out.join("image.tar.changed");
+    let other = out.join("other-home");
+    let refused = cleanroom(&other, &["image", "import", &changed.display().to_string()]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("damaged or changed"), "{}", text(&refused));
+    assert!(!other.join("images/debian-12-minimal").exists(), "a refused image was installed");
+    let _ = std::process::Command::new("rm").arg("-rf").arg(&out).status();
+}

@@ -303,7 +303,7 @@ pub trait Backend: Send + Sync {
     /// Why none of this backend's environments can have its memory and
     /// process limits enforced, known before any is made (the rootless
     /// sandbox); None where each environment finds out for itself.
-    fn limits_never_enforced(&self) -> Option<&'static str> {
+    fn limits_never_enforced(&self) -> Option<String> {
         None
     }
 

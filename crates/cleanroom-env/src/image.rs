@@ -24,6 +24,7 @@
 //! run) stays true. Rebuilding with `force` replaces the image and deletes
 //! the old tree: do not force a rebuild while trials use the image.
 
+mod archive;
 mod bootstrap;
 mod digest;
 
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::EnvError;
 
+pub use archive::{export, import};
 pub use digest::tree_digest;
 
 /// The image used when none is named.
@@ -264,12 +266,15 @@ fn ensure_in(
         Some(image) => image,
         None => build_in(home, name, flavour, mirror, false, host, populate, progress)?,
     };
-    // No other user may run an image's set-user-ID programs (in the
-    // rootless sandbox they are the user's own).
-    let images = images_dir(home)?;
-    std::fs::set_permissions(&images, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| EnvError::io(format!("making {} private", images.display()), e))?;
+    make_private(&images_dir(home)?)?;
     Ok(image)
+}
+
+/// No other user may run an image's set-user-ID programs (in the rootless
+/// sandbox they are the user's own).
+fn make_private(images: &Path) -> Result<(), EnvError> {
+    std::fs::set_permissions(images, std::fs::Permissions::from_mode(0o700))
+        .map_err(|e| EnvError::io(format!("making {} private", images.display()), e))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -335,26 +340,33 @@ fn build_in(
     remove_write_bits(&json)?;
     remove_write_bits(&rootfs)?;
 
-    let dest = images.join(&dir_name);
+    install(&images, &dir_name, &tmp)?;
+    cleanup.0 = None;
+    progress(&format!("image {name} ready ({digest})"));
+    let root = images.join(&dir_name).join("rootfs");
+    Ok(Image { name: name.to_owned(), root, digest, info })
+}
+
+/// Moves the finished image at `tmp` to `images/<dir_name>` in one step,
+/// replacing the one there (the caller holds the image's lock).
+fn install(images: &Path, dir_name: &str, tmp: &Path) -> Result<(), EnvError> {
+    let dest = images.join(dir_name);
     let old = images.join(format!(".{dir_name}.old-{}", std::process::id()));
     let replacing = std::fs::symlink_metadata(&dest).is_ok();
     if replacing {
         rename(&dest, &old)?;
     }
-    if let Err(e) = rename(&tmp, &dest) {
+    if let Err(e) = rename(tmp, &dest) {
         if replacing {
             let _ = std::fs::rename(&old, &dest);
         }
         return Err(e);
     }
-    cleanup.0 = None;
-    sync_dir(&images);
+    sync_dir(images);
     if replacing {
         remove_tree(&old)?;
     }
-    progress(&format!("image {name} ready ({digest})"));
-    let root = dest.join("rootfs");
-    Ok(Image { name: name.to_owned(), root, digest, info })
+    Ok(())
 }
 
 /// `<home>/images`, as an absolute path.

@@ -63,7 +63,7 @@ impl Backend for RootlessSubmitter {
     }
 
     /// The user's jobs run the rootless sandbox on the nodes.
-    fn limits_never_enforced(&self) -> Option<&'static str> {
-        Some("the nodes run the user's rootless sandbox, which makes no cgroups (docs/rootless.md)")
+    fn limits_never_enforced(&self) -> Option<String> {
+        Some("the nodes run the user's rootless sandbox, which makes no cgroups in a Slurm job (docs/rootless.md)".into())
     }
 }

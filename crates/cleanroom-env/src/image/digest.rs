@@ -15,7 +15,9 @@
 //! and 0 otherwise (directory sizes depend on the file system's history);
 //! `extra` is the hex sha256 of a regular file's content, a symlink's target,
 //! a device's `rdev`, or empty. Times, extended attributes and hard-link
-//! identity are not part of it.
+//! identity are not part of it. Nor is what `/dev` holds: no environment
+//! sees it (each phase gets a /dev of its own, a machine its devtmpfs), and
+//! an image built or imported in a user namespace can hold no device node.
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -89,8 +91,9 @@ fn collect(root: &Path, rel: &[u8], out: &mut Vec<(Vec<u8>, std::fs::Metadata)>)
         let meta = std::fs::symlink_metadata(&path)
             .map_err(|e| EnvError::io(format!("reading {}", path.display()), e))?;
         let is_dir = meta.file_type().is_dir();
+        let shown = child != b"dev";
         out.push((child.clone(), meta));
-        if is_dir {
+        if is_dir && shown {
             collect(root, &child, out)?;
         }
     }

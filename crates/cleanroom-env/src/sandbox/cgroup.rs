@@ -1,5 +1,6 @@
 //! Memory, process and CPU limits through cgroups, v1 or v2, whichever the
-//! host has. Every process of an environment (the mount keeper, each
+//! host has (as root), or in a cgroup v2 subtree delegated to the user
+//! (the rootless sandbox, delegation.rs). Every process of an environment (the mount keeper, each
 //! phase's holder, every command) joins the environment's cgroup, which is
 //! also how the harness finds and kills whatever is left.
 
@@ -8,12 +9,12 @@ use std::path::{Path, PathBuf};
 use crate::backend::{LimitState, Limits};
 use crate::error::EnvError;
 
-const ROOT: &str = "/sys/fs/cgroup";
+pub(crate) const ROOT: &str = "/sys/fs/cgroup";
 /// The parent cgroup under which every environment's cgroup is made.
 pub(crate) const PARENT: &str = "cleanroom";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Layout {
+pub(crate) enum Layout {
     /// One unified hierarchy at /sys/fs/cgroup.
     V2,
     /// One hierarchy per controller at /sys/fs/cgroup/<controller>.
@@ -21,7 +22,7 @@ enum Layout {
     None,
 }
 
-fn layout() -> Layout {
+pub(crate) fn layout() -> Layout {
     if Path::new(ROOT).join("cgroup.controllers").exists() {
         Layout::V2
     } else if Path::new(ROOT).join("memory").join("memory.limit_in_bytes").exists() {
@@ -45,6 +46,27 @@ pub(crate) fn all_environments_pids_max() -> u64 {
     (host / 2).max(64)
 }
 
+/// Where environments' cgroups are made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// The host's own hierarchy, as its root: `/sys/fs/cgroup/cleanroom`
+    /// (v2), or that under each controller's hierarchy (v1).
+    Host,
+    /// `<delegated>/cleanroom`, in a cgroup v2 subtree delegated to this
+    /// user (delegation.rs), its controllers enabled.
+    Delegated(PathBuf),
+    /// No cgroup: every limit unenforced (the rootless sandbox where no
+    /// subtree is delegated).
+    Nowhere,
+}
+
+/// The controllers an environment's cgroup gets, as
+/// `cgroup.subtree_control` takes them.
+pub(crate) const CONTROLLERS: &str = "+memory +pids +cpu";
+
+/// The v1 hierarchies an environment has a cgroup in.
+const V1_CONTROLLERS: [&str; 4] = ["memory", "pids", "cpu", "freezer"];
+
 /// The cgroup directories of one environment.
 #[derive(Debug)]
 pub(crate) struct Cgroup {
@@ -56,92 +78,121 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
     std::fs::write(path, value)
 }
 
-/// Every cgroup directory that an environment named `id` may have.
-pub(crate) fn dirs_of(id: &str) -> Vec<PathBuf> {
-    match layout() {
-        Layout::V2 => vec![Path::new(ROOT).join(PARENT).join(id)],
-        Layout::V1 => ["memory", "pids", "cpu", "freezer"]
-            .iter()
-            .map(|c| Path::new(ROOT).join(c).join(PARENT).join(id))
-            .filter(|p| p.parent().and_then(Path::parent).is_some_and(Path::exists))
-            .collect(),
-        Layout::None => Vec::new(),
+fn mkdir(dir: &Path) -> Result<(), EnvError> {
+    std::fs::create_dir_all(dir).map_err(|e| EnvError::io(dir.display().to_string(), e))
+}
+
+impl Place {
+    /// The directories under which environments' cgroups are made, one per
+    /// hierarchy.
+    pub fn parents(&self) -> Vec<PathBuf> {
+        match (self, layout()) {
+            (Place::Host, Layout::V2) => vec![Path::new(ROOT).join(PARENT)],
+            (Place::Host, Layout::V1) => V1_CONTROLLERS
+                .iter()
+                .map(|c| Path::new(ROOT).join(c).join(PARENT))
+                .filter(|p| p.parent().is_some_and(Path::exists))
+                .collect(),
+            (Place::Delegated(parent), _) => vec![parent.clone()],
+            _ => Vec::new(),
+        }
+    }
+
+    pub fn create(&self, id: &str, memory_mb: u64, pids_max: u64, cpus: u32) -> Result<Cgroup, EnvError> {
+        let all_pids = all_environments_pids_max();
+        let want = Wanted {
+            memory: (memory_mb * 1024 * 1024).to_string(),
+            pids: pids_max.min(all_pids).to_string(),
+            cpu_quota: cpus.max(1) as u64 * CPU_PERIOD,
+        };
+        match (self, layout()) {
+            (Place::Host, Layout::V2) => {
+                let parent = Path::new(ROOT).join(PARENT);
+                mkdir(&parent)?;
+                // Controllers must be enabled on the way down; a failure here
+                // just leaves the limit unenforced, which is recorded.
+                let _ = write(&Path::new(ROOT).join("cgroup.subtree_control"), CONTROLLERS);
+                let _ = write(&parent.join("cgroup.subtree_control"), CONTROLLERS);
+                let _ = write(&parent.join("pids.max"), &all_pids.to_string());
+                create_v2(&parent.join(id), &want)
+            }
+            (Place::Delegated(parent), _) => create_v2(&parent.join(id), &want),
+            (Place::Host, Layout::V1) => create_v1(id, &want, all_pids),
+            _ => Ok(Cgroup::none()),
+        }
     }
 }
 
+const CPU_PERIOD: u64 = 100_000;
+
+/// An environment's limits, as the cgroup files take them.
+struct Wanted {
+    memory: String,
+    pids: String,
+    cpu_quota: u64,
+}
+
+fn create_v2(dir: &Path, want: &Wanted) -> Result<Cgroup, EnvError> {
+    let mut cg = Cgroup::none();
+    mkdir(dir)?;
+    cg.dirs.push(dir.to_path_buf());
+    if write(&dir.join("memory.max"), &want.memory).is_ok() {
+        let _ = write(&dir.join("memory.swap.max"), "0");
+        cg.limits.memory = LimitState::Enforced;
+    }
+    if write(&dir.join("pids.max"), &want.pids).is_ok() {
+        cg.limits.pids = LimitState::Enforced;
+    }
+    let _ = write(&dir.join("cpu.max"), &format!("{} {CPU_PERIOD}", want.cpu_quota));
+    Ok(cg)
+}
+
+fn create_v1(id: &str, want: &Wanted, all_pids: u64) -> Result<Cgroup, EnvError> {
+    let mut cg = Cgroup::none();
+    for controller in V1_CONTROLLERS {
+        let base = Path::new(ROOT).join(controller);
+        if !base.exists() {
+            continue;
+        }
+        let dir = base.join(PARENT).join(id);
+        mkdir(&dir)?;
+        if controller == "pids" {
+            let _ = write(&base.join(PARENT).join("pids.max"), &all_pids.to_string());
+        }
+        cg.dirs.push(dir.clone());
+        match controller {
+            "memory" if write(&dir.join("memory.limit_in_bytes"), &want.memory).is_ok() => {
+                // With swap accounting, swap counts too.
+                let memsw = dir.join("memory.memsw.limit_in_bytes");
+                if memsw.exists() {
+                    let _ = write(&memsw, &want.memory);
+                }
+                cg.limits.memory = LimitState::Enforced;
+            }
+            "pids" if write(&dir.join("pids.max"), &want.pids).is_ok() => {
+                cg.limits.pids = LimitState::Enforced;
+            }
+            "cpu" => {
+                let _ = write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD.to_string());
+                let _ = write(&dir.join("cpu.cfs_quota_us"), &want.cpu_quota.to_string());
+            }
+            _ => {}
+        }
+    }
+    Ok(cg)
+}
+
 impl Cgroup {
-    /// No cgroup: every limit unenforced (the rootless sandbox).
+    /// No cgroup: every limit unenforced.
     pub fn none() -> Cgroup {
         let unenforced = LimitState::Unenforced;
         Cgroup { dirs: Vec::new(), limits: Limits { memory: unenforced, pids: unenforced, disk: unenforced } }
     }
 
-    pub fn create(id: &str, memory_mb: u64, pids_max: u64, cpus: u32) -> Result<Cgroup, EnvError> {
-        let memory = (memory_mb * 1024 * 1024).to_string();
-        let all_pids = all_environments_pids_max();
-        let pids = pids_max.min(all_pids).to_string();
-        let period = 100_000u64;
-        let quota = (cpus.max(1) as u64 * period).to_string();
-        let mut cg = Cgroup::none();
-        let mkdir = |dir: &Path| -> Result<(), EnvError> {
-            std::fs::create_dir_all(dir).map_err(|e| EnvError::io(dir.display().to_string(), e))
-        };
-        match layout() {
-            Layout::V2 => {
-                let parent = Path::new(ROOT).join(PARENT);
-                mkdir(&parent)?;
-                // Controllers must be enabled on the way down; a failure here
-                // just leaves the limit unenforced, which is recorded.
-                let _ = write(&Path::new(ROOT).join("cgroup.subtree_control"), "+memory +pids +cpu");
-                let _ = write(&parent.join("cgroup.subtree_control"), "+memory +pids +cpu");
-                let _ = write(&parent.join("pids.max"), &all_pids.to_string());
-                let dir = parent.join(id);
-                mkdir(&dir)?;
-                cg.dirs.push(dir.clone());
-                if write(&dir.join("memory.max"), &memory).is_ok() {
-                    let _ = write(&dir.join("memory.swap.max"), "0");
-                    cg.limits.memory = LimitState::Enforced;
-                }
-                if write(&dir.join("pids.max"), &pids).is_ok() {
-                    cg.limits.pids = LimitState::Enforced;
-                }
-                let _ = write(&dir.join("cpu.max"), &format!("{quota} {period}"));
-            }
-            Layout::V1 => {
-                for controller in ["memory", "pids", "cpu", "freezer"] {
-                    let base = Path::new(ROOT).join(controller);
-                    if !base.exists() {
-                        continue;
-                    }
-                    let dir = base.join(PARENT).join(id);
-                    mkdir(&dir)?;
-                    if controller == "pids" {
-                        let _ = write(&base.join(PARENT).join("pids.max"), &all_pids.to_string());
-                    }
-                    cg.dirs.push(dir.clone());
-                    match controller {
-                        "memory" if write(&dir.join("memory.limit_in_bytes"), &memory).is_ok() => {
-                            // With swap accounting, swap counts too.
-                            let memsw = dir.join("memory.memsw.limit_in_bytes");
-                            if memsw.exists() {
-                                let _ = write(&memsw, &memory);
-                            }
-                            cg.limits.memory = LimitState::Enforced;
-                        }
-                        "pids" if write(&dir.join("pids.max"), &pids).is_ok() => {
-                            cg.limits.pids = LimitState::Enforced;
-                        }
-                        "cpu" => {
-                            let _ = write(&dir.join("cpu.cfs_period_us"), &period.to_string());
-                            let _ = write(&dir.join("cpu.cfs_quota_us"), &quota);
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            Layout::None => {}
-        }
-        Ok(cg)
+    /// The directories, one per line, for [`read_record`]: a later sweep
+    /// finds them there even when they are not under this process's place.
+    pub fn record(&self) -> String {
+        self.dirs.iter().map(|d| format!("{}\n", d.display())).collect()
     }
 
     /// The `cgroup.procs` files a process writes itself into to join.
@@ -212,4 +263,9 @@ pub(crate) fn remove_dirs(dirs: &[PathBuf]) -> Result<(), EnvError> {
         }
     }
     Ok(())
+}
+
+/// The directories a [`Cgroup::record`] names.
+pub(crate) fn read_record(text: &str) -> Vec<PathBuf> {
+    text.lines().filter(|l| !l.is_empty()).map(PathBuf::from).collect()
 }

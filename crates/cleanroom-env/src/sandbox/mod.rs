@@ -7,7 +7,8 @@
 //!   points `disk/` and `root/`;
 //! - a mount keeper (keeper.rs) whose private mount namespace holds the
 //!   loop-mounted disk and the overlayfs root (image below, disk above);
-//! - a cgroup (cgroup.rs) with the memory, process and CPU limits;
+//! - a cgroup (cgroup.rs) with the memory, process and CPU limits (in the
+//!   rootless sandbox, in the subtree delegated to the user: delegation.rs);
 //! - while a phase runs, a bubblewrap holder (phase.rs) with fresh PID, IPC,
 //!   UTS, network and cgroup namespaces, and commands entered into it
 //!   (spawn.rs);
@@ -15,6 +16,7 @@
 
 mod caps;
 mod cgroup;
+mod delegation;
 mod diff;
 mod gpus;
 mod keeper;
@@ -45,17 +47,20 @@ use crate::image;
 use crate::privilege::{self, Privilege};
 use crate::rootfs::RootFs;
 
+pub use delegation::{host_has_cgroup_v2, in_delegated_cgroup};
 pub use gpus::{Gpu, GpuHost};
-pub use sweep::sweep;
 
-/// Why the rootless sandbox enforces no limit.
-const ROOTLESS_LIMITS: &str = "the rootless sandbox makes no cgroups (docs/rootless.md)";
+/// Why the rootless sandbox on a cgroup v1 host enforces no limit.
+const ROOTLESS_ON_V1: &str = "the rootless sandbox makes no cgroups on a cgroup v1 host (docs/rootless.md)";
 
 pub struct SandboxBackend {
     home: PathBuf,
     /// Run as root of a user namespace (docs/rootless.md): no loop-mounted
-    /// disk, no cgroups of the host's, no fanotify.
+    /// disk, no cgroups but in a delegated subtree, no fanotify.
     rootless: bool,
+    cgroups: cgroup::Place,
+    /// Why `cgroups` is nowhere.
+    unlimited_why: Option<String>,
     /// Image name → its root file system, filled by prepare_images.
     images: Mutex<HashMap<String, PathBuf>>,
     gpu_host: Arc<GpuHost>,
@@ -91,9 +96,21 @@ impl SandboxBackend {
         std::fs::create_dir_all(&envs)
             .and_then(|()| std::fs::set_permissions(&envs, std::fs::Permissions::from_mode(0o700)))
             .map_err(|e| EnvError::io(envs.display().to_string(), e))?;
+        let (cgroups, unlimited_why) = match rootless {
+            false => (cgroup::Place::Host, None),
+            true if !delegation::host_has_cgroup_v2() => {
+                (cgroup::Place::Nowhere, Some(ROOTLESS_ON_V1.to_string()))
+            }
+            true => match delegation::environments_parent() {
+                Ok(parent) => (cgroup::Place::Delegated(parent), None),
+                Err(why) => (cgroup::Place::Nowhere, Some(why)),
+            },
+        };
         Ok(SandboxBackend {
             home: home.to_path_buf(),
             rootless,
+            cgroups,
+            unlimited_why,
             images: Mutex::new(HashMap::new()),
             gpu_host: Arc::default(),
             gpus: Arc::new(GpuPool::new(Vec::new())),
@@ -151,11 +168,11 @@ impl Backend for SandboxBackend {
     }
 
     fn sweep(&self) -> Result<SweepReport, EnvError> {
-        sweep(&self.home)
+        sweep::sweep(&self.home, &self.cgroups)
     }
 
-    fn limits_never_enforced(&self) -> Option<&'static str> {
-        self.rootless.then_some(ROOTLESS_LIMITS)
+    fn limits_never_enforced(&self) -> Option<String> {
+        self.unlimited_why.clone()
     }
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
@@ -174,7 +191,12 @@ impl Backend for SandboxBackend {
                 driver: spec.gpu_driver,
             }),
         };
-        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus, self.rootless)?))
+        let place = Placed {
+            cgroups: &self.cgroups,
+            rootless: self.rootless,
+            unlimited_why: self.unlimited_why.as_deref(),
+        };
+        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus, &place)?))
     }
 }
 
@@ -197,6 +219,13 @@ pub struct SandboxEnv {
     rootless: bool,
 }
 
+/// Where an environment's cgroups and disk come from.
+struct Placed<'a> {
+    cgroups: &'a cgroup::Place,
+    rootless: bool,
+    unlimited_why: Option<&'a str>,
+}
+
 /// The GPUs an environment holds for its life, and whose driver they come with.
 struct EnvGpus {
     held: HeldGpus<u32>,
@@ -214,8 +243,9 @@ impl SandboxEnv {
         image_root: &Path,
         spec: &EnvSpec,
         gpus: Option<EnvGpus>,
-        rootless: bool,
+        place: &Placed<'_>,
     ) -> Result<SandboxEnv, EnvError> {
+        let rootless = place.rootless;
         if !image_root.join("usr").is_dir() {
             return Err(EnvError::NoImage(image_root.to_path_buf()));
         }
@@ -225,11 +255,12 @@ impl SandboxEnv {
         std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
         // The owner is written first: a sweep never removes a live run's files.
         me.write(&dir)?;
-        let made = if rootless {
-            Ok(cgroup::Cgroup::none())
-        } else {
-            cgroup::Cgroup::create(&id, spec.memory_mb, spec.pids_max, spec.cpus)
-        };
+        let record = dir.join(sweep::CGROUPS_RECORD);
+        let made = place.cgroups.create(&id, spec.memory_mb, spec.pids_max, spec.cpus).and_then(|cg| {
+            std::fs::write(&record, cg.record())
+                .map_err(|e| EnvError::io(record.display().to_string(), e))?;
+            Ok(cg)
+        });
         let cgroup = match made {
             Ok(cg) => cg,
             Err(e) => {
@@ -251,7 +282,7 @@ impl SandboxEnv {
             gpus,
             rootless,
         };
-        env.check_limits(spec.allow_unlimited)?;
+        env.check_limits(spec.allow_unlimited, place.unlimited_why)?;
         let (disk, merged) = (env.dir.join("disk"), env.dir.join("root"));
         let disk_image = if rootless {
             env.make_dirs()?;
@@ -270,11 +301,11 @@ impl SandboxEnv {
         Ok(env)
     }
 
-    fn check_limits(&self, allow_unlimited: bool) -> Result<(), EnvError> {
+    fn check_limits(&self, allow_unlimited: bool, why: Option<&str>) -> Result<(), EnvError> {
         if allow_unlimited {
             return Ok(());
         }
-        let why = if self.rootless { ROOTLESS_LIMITS } else { "no usable cgroup controller" };
+        let why = why.unwrap_or("no usable cgroup controller");
         for (name, state) in [("memory", self.limits.memory), ("pids", self.limits.pids)] {
             if state == LimitState::Unenforced {
                 return Err(EnvError::LimitUnavailable { limit: name, why: why.into() });

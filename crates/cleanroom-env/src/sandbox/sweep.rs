@@ -55,9 +55,14 @@ impl Owner {
     }
 }
 
+/// The file in an environment's directory that names its cgroups
+/// ([`cgroup::Cgroup::record`]): those of the rootless sandbox are under the
+/// delegated subtree of the run that made them, not this one's.
+pub(crate) const CGROUPS_RECORD: &str = "cgroups";
+
 /// Removes every environment under `<home>/envs` whose owner is dead, and
-/// every cleanroom cgroup without a live environment.
-pub fn sweep(home: &Path) -> Result<SweepReport, EnvError> {
+/// every cgroup at `place` without a live environment.
+pub(crate) fn sweep(home: &Path, place: &cgroup::Place) -> Result<SweepReport, EnvError> {
     let mut report = SweepReport::default();
     let envs = home.join("envs");
     let mut live = Vec::new();
@@ -71,13 +76,13 @@ pub fn sweep(home: &Path) -> Result<SweepReport, EnvError> {
                 // only remove it once its id names a dead process.
                 None if owner_in_id_alive(&id) => live.push(id),
                 _ => {
-                    remove_env(&dir, &id)?;
+                    remove_env(&dir, &id, place)?;
                     report.environments.push(id);
                 }
             }
         }
     }
-    for parent in cgroup_parents() {
+    for parent in place.parents() {
         let Ok(entries) = std::fs::read_dir(&parent) else { continue };
         for entry in entries.flatten() {
             let id = entry.file_name().to_string_lossy().into_owned();
@@ -97,13 +102,12 @@ pub(crate) fn owner_in_id_alive(id: &str) -> bool {
     owner.is_some_and(|o| o.is_alive())
 }
 
-fn cgroup_parents() -> Vec<PathBuf> {
-    let probe = cgroup::dirs_of("probe");
-    probe.iter().filter_map(|d| d.parent().map(Path::to_path_buf)).collect()
-}
-
-fn remove_env(dir: &Path, id: &str) -> Result<(), EnvError> {
-    let dirs = cgroup::dirs_of(id);
+fn remove_env(dir: &Path, id: &str, place: &cgroup::Place) -> Result<(), EnvError> {
+    let dirs: Vec<PathBuf> = match std::fs::read_to_string(dir.join(CGROUPS_RECORD)) {
+        Ok(record) => cgroup::read_record(&record),
+        // Made before its cgroups were: they can only be at this place.
+        Err(_) => place.parents().into_iter().map(|p| p.join(id)).collect(),
+    };
     cgroup::kill_all_in(&dirs)?;
     cgroup::remove_dirs(&dirs)?;
     std::fs::remove_dir_all(dir).map_err(|e| EnvError::io(format!("remove {}", dir.display()), e))

@@ -124,7 +124,7 @@ impl<B: Backend> Backend for Creating<B> {
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
         (self.create)(&self.inner, spec)
     }
-    fn limits_never_enforced(&self) -> Option<&'static str> {
+    fn limits_never_enforced(&self) -> Option<String> {
         self.inner.limits_never_enforced()
     }
     fn accelerator(&self) -> Option<&'static str> {
