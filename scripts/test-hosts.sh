@@ -36,12 +36,8 @@ CACHE=/var/cache/cleanroom/test-hosts
 STATE=/var/lib/cleanroom-test-hosts
 # Changed with every change to what the image holds: an image of another
 # recipe is rebuilt.
-RECIPE=4
-# A Debian host as installed, with what the rootless sandbox needs
-# (bubblewrap, slirp4netns, uidmap) and the user sessions of systemd
-# (libpam-systemd, which needs the system bus, dbus) whose cgroup v2
-# scopes it is given limits in.
-PACKAGES=ca-certificates,systemd-sysv,udev,kmod,e2fsprogs,iproute2,openssh-server,dbus,libpam-systemd,bubblewrap,slirp4netns,uidmap
+RECIPE=5
+PACKAGES=ca-certificates,systemd-sysv,udev,kmod,e2fsprogs,iproute2,openssh-server
 MEMORY_MB=${TEST_HOSTS_MEMORY_MB:-4096}
 CPUS=${TEST_HOSTS_CPUS:-2}
 BOOT_TIMEOUT=${TEST_HOSTS_BOOT_TIMEOUT:-600}

@@ -4,7 +4,8 @@
 //! limits there. This machine has cgroup v1, so the host is one of
 //! scripts/test-hosts.sh's: a virtual machine booting Debian 12 the
 //! standard way (systemd, cgroup v2, logins through sshd), made for this
-//! test and destroyed after. The user there gets cleanroom's image from
+//! test and destroyed after, where the test installs what a user's host
+//! would have: systemd's user sessions and the rootless sandbox's tools. The user there gets cleanroom's image from
 //! this machine's root (`image export`, `image import`), as a cluster's
 //! users would get it from an administrator.
 
@@ -99,6 +100,15 @@ fn the_rootless_sandbox_enforces_limits_in_the_scope_systemd_delegates() {
     tar_of(&repo().join("tests/fixtures"), &["tasks-adversarial", "agents"], &fixtures);
 
     let host = MadeHost::create();
+    // What the rootless sandbox needs, and user sessions of systemd (whose
+    // logind, with its private /tmp, the other tests' hosts go without;
+    // the package leaves the system bus it needs stopped).
+    host.ok(
+        "root",
+        "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q --no-install-recommends \
+         dbus libpam-systemd bubblewrap slirp4netns uidmap && systemctl start dbus",
+        None,
+    );
     host.ok("root", "bash -s cleanroom-test", Some(&repo().join("scripts/rootless-user.sh")));
     host.ok(
         "root",
