@@ -1,7 +1,7 @@
-use cleanroom_env::{image, EnvError};
-
 use std::path::Path;
 use std::process::Stdio;
+
+use cleanroom_env::{image, EnvError};
 
 use crate::args::{ImageBuildArgs, ImageExportArgs, ImageImportArgs};
 use crate::error::CliError;

@@ -1,8 +1,9 @@
 //! Memory, process and CPU limits through cgroups, v1 or v2, whichever the
 //! host has (as root), or in a cgroup v2 subtree delegated to the user
-//! (the rootless sandbox, delegation.rs). Every process of an environment (the mount keeper, each
-//! phase's holder, every command) joins the environment's cgroup, which is
-//! also how the harness finds and kills whatever is left.
+//! (the rootless sandbox, delegation.rs). Every process of an environment
+//! (the mount keeper, each phase's holder, every command) joins the
+//! environment's cgroup, which is also how the harness finds and kills
+//! whatever is left.
 
 use std::path::{Path, PathBuf};
 
@@ -55,9 +56,9 @@ pub(crate) enum Place {
     /// `<delegated>/cleanroom`, in a cgroup v2 subtree delegated to this
     /// user (delegation.rs), its controllers enabled.
     Delegated(PathBuf),
-    /// No cgroup: every limit unenforced (the rootless sandbox where no
-    /// subtree is delegated).
-    Nowhere,
+    /// No cgroup, and why: every limit unenforced (the rootless sandbox
+    /// where no subtree is delegated).
+    Nowhere(String),
 }
 
 /// The controllers an environment's cgroup gets, as

@@ -25,8 +25,11 @@ use super::cgroup::{self, Layout, PARENT, ROOT};
 /// The leaf the harness's own processes move to.
 const HARNESS: &str = "cleanroom-harness";
 
+/// Why environments get no cgroup on a host with cgroup v1.
+const ON_V1: &str = "the rootless sandbox makes no cgroups on a cgroup v1 host (docs/rootless.md)";
+
 /// Why environments get no cgroup where none is delegated.
-pub(crate) const NOT_DELEGATED: &str = "no cgroup v2 subtree is delegated to this user (docs/rootless.md: \
+const NOT_DELEGATED: &str = "no cgroup v2 subtree is delegated to this user (docs/rootless.md: \
      on a host with systemd, `cleanroom` asks the user's systemd for one)";
 
 /// The parent of this process's environments' cgroups, its subtree made
@@ -35,6 +38,9 @@ pub(crate) fn environments_parent() -> Result<PathBuf, String> {
     static PARENT_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     PARENT_DIR
         .get_or_init(|| {
+            if cgroup::layout() != Layout::V2 {
+                return Err(ON_V1.to_string());
+            }
             let delegated = delegated_cgroup().ok_or_else(|| NOT_DELEGATED.to_string())?;
             prepare(&delegated)
                 .map_err(|e| format!("preparing the delegated cgroup {}: {e}", delegated.display()))

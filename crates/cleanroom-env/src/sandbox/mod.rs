@@ -50,17 +50,12 @@ use crate::rootfs::RootFs;
 pub use delegation::{host_has_cgroup_v2, in_delegated_cgroup};
 pub use gpus::{Gpu, GpuHost};
 
-/// Why the rootless sandbox on a cgroup v1 host enforces no limit.
-const ROOTLESS_ON_V1: &str = "the rootless sandbox makes no cgroups on a cgroup v1 host (docs/rootless.md)";
-
 pub struct SandboxBackend {
     home: PathBuf,
     /// Run as root of a user namespace (docs/rootless.md): no loop-mounted
     /// disk, no cgroups but in a delegated subtree, no fanotify.
     rootless: bool,
     cgroups: cgroup::Place,
-    /// Why `cgroups` is nowhere.
-    unlimited_why: Option<String>,
     /// Image name → its root file system, filled by prepare_images.
     images: Mutex<HashMap<String, PathBuf>>,
     gpu_host: Arc<GpuHost>,
@@ -96,21 +91,15 @@ impl SandboxBackend {
         std::fs::create_dir_all(&envs)
             .and_then(|()| std::fs::set_permissions(&envs, std::fs::Permissions::from_mode(0o700)))
             .map_err(|e| EnvError::io(envs.display().to_string(), e))?;
-        let (cgroups, unlimited_why) = match rootless {
-            false => (cgroup::Place::Host, None),
-            true if !delegation::host_has_cgroup_v2() => {
-                (cgroup::Place::Nowhere, Some(ROOTLESS_ON_V1.to_string()))
-            }
-            true => match delegation::environments_parent() {
-                Ok(parent) => (cgroup::Place::Delegated(parent), None),
-                Err(why) => (cgroup::Place::Nowhere, Some(why)),
-            },
+        let cgroups = match rootless {
+            false => cgroup::Place::Host,
+            true => delegation::environments_parent()
+                .map_or_else(cgroup::Place::Nowhere, cgroup::Place::Delegated),
         };
         Ok(SandboxBackend {
             home: home.to_path_buf(),
             rootless,
             cgroups,
-            unlimited_why,
             images: Mutex::new(HashMap::new()),
             gpu_host: Arc::default(),
             gpus: Arc::new(GpuPool::new(Vec::new())),
@@ -172,7 +161,10 @@ impl Backend for SandboxBackend {
     }
 
     fn limits_never_enforced(&self) -> Option<String> {
-        self.unlimited_why.clone()
+        match &self.cgroups {
+            cgroup::Place::Nowhere(why) => Some(why.clone()),
+            _ => None,
+        }
     }
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
@@ -191,12 +183,7 @@ impl Backend for SandboxBackend {
                 driver: spec.gpu_driver,
             }),
         };
-        let place = Placed {
-            cgroups: &self.cgroups,
-            rootless: self.rootless,
-            unlimited_why: self.unlimited_why.as_deref(),
-        };
-        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus, &place)?))
+        Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus, &self.cgroups, self.rootless)?))
     }
 }
 
@@ -219,13 +206,6 @@ pub struct SandboxEnv {
     rootless: bool,
 }
 
-/// Where an environment's cgroups and disk come from.
-struct Placed<'a> {
-    cgroups: &'a cgroup::Place,
-    rootless: bool,
-    unlimited_why: Option<&'a str>,
-}
-
 /// The GPUs an environment holds for its life, and whose driver they come with.
 struct EnvGpus {
     held: HeldGpus<u32>,
@@ -243,9 +223,9 @@ impl SandboxEnv {
         image_root: &Path,
         spec: &EnvSpec,
         gpus: Option<EnvGpus>,
-        place: &Placed<'_>,
+        cgroups: &cgroup::Place,
+        rootless: bool,
     ) -> Result<SandboxEnv, EnvError> {
-        let rootless = place.rootless;
         if !image_root.join("usr").is_dir() {
             return Err(EnvError::NoImage(image_root.to_path_buf()));
         }
@@ -256,7 +236,7 @@ impl SandboxEnv {
         // The owner is written first: a sweep never removes a live run's files.
         me.write(&dir)?;
         let record = dir.join(sweep::CGROUPS_RECORD);
-        let made = place.cgroups.create(&id, spec.memory_mb, spec.pids_max, spec.cpus).and_then(|cg| {
+        let made = cgroups.create(&id, spec.memory_mb, spec.pids_max, spec.cpus).and_then(|cg| {
             std::fs::write(&record, cg.record())
                 .map_err(|e| EnvError::io(record.display().to_string(), e))?;
             Ok(cg)
@@ -282,7 +262,7 @@ impl SandboxEnv {
             gpus,
             rootless,
         };
-        env.check_limits(spec.allow_unlimited, place.unlimited_why)?;
+        env.check_limits(spec.allow_unlimited, cgroups)?;
         let (disk, merged) = (env.dir.join("disk"), env.dir.join("root"));
         let disk_image = if rootless {
             env.make_dirs()?;
@@ -301,11 +281,14 @@ impl SandboxEnv {
         Ok(env)
     }
 
-    fn check_limits(&self, allow_unlimited: bool, why: Option<&str>) -> Result<(), EnvError> {
+    fn check_limits(&self, allow_unlimited: bool, cgroups: &cgroup::Place) -> Result<(), EnvError> {
         if allow_unlimited {
             return Ok(());
         }
-        let why = why.unwrap_or("no usable cgroup controller");
+        let why = match cgroups {
+            cgroup::Place::Nowhere(why) => why,
+            _ => "no usable cgroup controller",
+        };
         for (name, state) in [("memory", self.limits.memory), ("pids", self.limits.pids)] {
             if state == LimitState::Unenforced {
                 return Err(EnvError::LimitUnavailable { limit: name, why: why.into() });
