@@ -40,10 +40,28 @@ pub enum Command {
     /// Where a run stands: its results so far, what its nodes are on, and
     /// whether a `cleanroom run` is attached to it.
     Status(StatusArgs),
+    /// A local, read-only web application over a directory of runs: runs,
+    /// a run's tables and trials, each trial with why it failed, its
+    /// trajectory and logs, and comparisons of two agents.
+    View(ViewArgs),
     /// One attempt of a Slurm run, as an element of its job array on a node
     /// (what `run --executor slurm` submits).
     #[command(hide = true)]
     SlurmTrial(SlurmTrialArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// The directory of runs (the `--out` of `cleanroom run`).
+    #[arg(default_value = "runs")]
+    pub runs_dir: PathBuf,
+    /// The port to listen on; 0 lets the system choose one.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The address to listen on. The viewer shows everything in the runs,
+    /// agents' logs included: bind beyond this machine only on purpose.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
 }
 
 #[derive(Debug, Args)]

@@ -16,8 +16,10 @@ mod rootless;
 mod run_cmd;
 mod slurm;
 mod status_cmd;
+mod task_info;
 mod tasks_cmd;
 mod user_scope;
+mod view_cmd;
 
 use std::process::ExitCode;
 
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report_cmd::report(a),
         Command::Index(args::IndexCommand::Rebuild(a)) => index_cmd::rebuild(a),
         Command::Status(a) => status_cmd::status(a),
+        Command::View(a) => view_cmd::view(a),
         Command::SlurmTrial(a) => slurm::node::run(a, cli.config.as_deref()),
     };
     match result {

@@ -17,14 +17,15 @@ use cleanroom_store::{Index, RunConfig, RunDir, StoreError, TrialRecord, RESULT_
 
 use crate::args::{ReportArgs, ReportFormat, ReportSlice};
 use crate::error::{input, internal, CliError};
+use crate::task_info::task_info;
 
 pub fn report(args: ReportArgs) -> Result<(), CliError> {
     let mut notes = Vec::new();
     let mut runs = Vec::new();
-    let mut task_dirs: Vec<PathBuf> = Vec::new();
+    let mut known = KnownTasks::default();
     let mut seen = BTreeSet::new();
     if args.runs.is_empty() {
-        runs = from_index(&args.runs_dir, &mut task_dirs)?;
+        runs = from_index(&args.runs_dir, &mut known)?;
     }
     for run in &args.runs {
         let path = resolve(run, &args.runs_dir)?;
@@ -32,17 +33,12 @@ pub fn report(args: ReportArgs) -> Result<(), CliError> {
             continue;
         }
         let (config, records) = read_run(&path, &mut notes)?;
-        for dir in &config.tasks {
-            let dir = PathBuf::from(dir);
-            if !task_dirs.contains(&dir) {
-                task_dirs.push(dir);
-            }
-        }
+        known.add(&config);
         let run_id =
             path.file_name().map_or_else(|| config.run_id.clone(), |n| n.to_string_lossy().into_owned());
         runs.push(RunInput { run_id, agents: config.agents.iter().map(|a| a.id.clone()).collect(), records });
     }
-    let tasks = task_metadata(&task_dirs, &runs, &mut notes);
+    let tasks = task_metadata(known, &runs, &mut notes);
     let by = match args.by {
         ReportSlice::Domain => SliceBy::Domain,
         ReportSlice::Difficulty => SliceBy::Difficulty,
@@ -72,7 +68,7 @@ pub fn report(args: ReportArgs) -> Result<(), CliError> {
 
 /// Every run of the results index in `runs_dir`, across runs: the index
 /// is derived from the run directories (`cleanroom index rebuild`).
-fn from_index(runs_dir: &Path, task_dirs: &mut Vec<PathBuf>) -> Result<Vec<RunInput>, CliError> {
+fn from_index(runs_dir: &Path, known: &mut KnownTasks) -> Result<Vec<RunInput>, CliError> {
     if !runs_dir.join(cleanroom_store::INDEX_FILE).is_file() {
         return Err(input(format!(
             "no RUN given and no results index in {}: give run directories, or run `cleanroom index rebuild --out {}`",
@@ -83,12 +79,7 @@ fn from_index(runs_dir: &Path, task_dirs: &mut Vec<PathBuf>) -> Result<Vec<RunIn
     let index = Index::open(runs_dir)?;
     let mut runs = Vec::new();
     for run in index.runs()? {
-        for dir in &run.config.tasks {
-            let dir = PathBuf::from(dir);
-            if !task_dirs.contains(&dir) {
-                task_dirs.push(dir);
-            }
-        }
+        known.add(&run.config);
         let records = index.trials(std::slice::from_ref(&run.run_id))?;
         let agents = run.config.agents.iter().map(|a| a.id.clone()).collect();
         runs.push(RunInput { run_id: run.run_id, agents, records });
@@ -176,31 +167,45 @@ fn read_results_unlocked(run: &Path) -> Result<Vec<TrialRecord>, CliError> {
     Ok(records)
 }
 
-/// The metadata of the tasks the runs name; none (with a note) when no
-/// task directory loads. A directory that fails to load is named in a note
-/// and its tasks fall into the `(unknown task)` slice.
+/// What the runs' run.toml say of their tasks, and the task directories
+/// of the runs made before run.toml kept their metadata.
+#[derive(Default)]
+struct KnownTasks {
+    recorded: BTreeMap<String, TaskInfo>,
+    dirs: Vec<PathBuf>,
+}
+
+impl KnownTasks {
+    fn add(&mut self, config: &RunConfig) {
+        if config.task_info.is_empty() {
+            for dir in config.tasks.iter().map(PathBuf::from) {
+                if !self.dirs.contains(&dir) {
+                    self.dirs.push(dir);
+                }
+            }
+        }
+        for (id, info) in &config.task_info {
+            self.recorded.entry(id.clone()).or_insert_with(|| info.clone());
+        }
+    }
+}
+
+/// The metadata of the runs' tasks: as run.toml recorded it, else from
+/// loading the task directories that older runs name; none (with a note)
+/// when neither gives any. A directory that fails to load is named in a
+/// note and its tasks fall into the `(unknown task)` slice.
 fn task_metadata(
-    dirs: &[PathBuf],
+    known: KnownTasks,
     runs: &[RunInput],
     notes: &mut Vec<String>,
 ) -> Option<BTreeMap<String, TaskInfo>> {
-    let mut tasks = BTreeMap::new();
+    let KnownTasks { recorded: mut tasks, dirs } = known;
     let mut failed = Vec::new();
-    for dir in dirs {
+    for dir in &dirs {
         match cleanroom_task::load_tasks(std::slice::from_ref(dir)) {
             Ok(loaded) => {
                 for t in loaded {
-                    let m = &t.spec.task;
-                    tasks.entry(t.id.clone()).or_insert(TaskInfo {
-                        title: m.title.clone(),
-                        domain: m.domain.as_str().to_string(),
-                        difficulty: m.difficulty.as_str().to_string(),
-                        languages: m.languages.clone(),
-                        legacy: m.legacy,
-                        gpu: m.gpu,
-                        qemu: m.qemu,
-                        tags: m.tags.clone(),
-                    });
+                    tasks.entry(t.id.clone()).or_insert_with(|| task_info(&t));
                 }
             }
             Err(e) => {

@@ -20,6 +20,7 @@ use crate::args::{ExecutorArg, RunArgs};
 use crate::error::{input, internal, CliError};
 use crate::reporter::{report_to, IndexReporter, Reporter, RunDirReporter, SummaryReporter, Terminal};
 use crate::slurm::{RootlessSubmitter, SlurmExecutor};
+use crate::task_info::task_info;
 use crate::{interrupt, prepare};
 
 /// What a fresh run takes where a flag is not given.
@@ -61,6 +62,10 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     }
     let all_tasks = load_tasks(&config.tasks.iter().map(PathBuf::from).collect::<Vec<_>>())?;
     let tasks = select_tasks(all_tasks, &config.task_ids)?;
+    // A resumed run keeps the metadata it started with.
+    if config.task_info.is_empty() {
+        config.task_info = tasks.iter().map(|t| (t.id.clone(), task_info(t))).collect();
+    }
     let agents = parse_agents(&config, &agent_config)?;
     check_api_keys(&agent_config)?;
     if existing.is_none() {
@@ -258,6 +263,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         fail_under: args.fail_under,
         artifacts: BTreeMap::new(),
         slurm: slurm_options(args, &agent_config)?,
+        task_info: BTreeMap::new(),
     };
     Ok(config)
 }

@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use cleanroom_store::Outcome;
+use cleanroom_store::{Outcome, TrialRecord};
 
 use crate::escape::escape_html as h;
 use crate::format::{duration, plural};
@@ -20,10 +20,10 @@ use crate::segment::Segment;
 use crate::svg::{self, arm_color, Dot};
 use crate::tables::{self, outcome_text, Table};
 
-const CSP: &str =
+pub const CSP: &str =
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
 
-const STYLE: &str = "
+pub const STYLE: &str = "
 body { font-family: system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: #222; margin: 0;
        background: #fafafa; line-height: 1.45; }
 main { max-width: 1040px; margin: 0 auto; padding: 24px 28px 60px; background: #fff; }
@@ -41,6 +41,8 @@ td:first-child { white-space: normal; min-width: 110px; }
 span.ci { color: #666; font-size: 12px; }
 th:first-child, td:first-child { text-align: left; }
 td.wrap { white-space: normal; text-align: left; min-width: 180px; }
+td.path { white-space: normal; text-align: left; word-break: break-all; font-size: 12px;
+          font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 th.text, td.text { text-align: left; }
 tr.overall td { font-weight: 600; background: #f7fbff; }
 tr.outside td { color: #777; }
@@ -57,6 +59,14 @@ ul.ev li code, .tag-trials code { font-family: ui-monospace, SFMono-Regular, Men
 .small { color: #666; font-size: 13px; }
 ";
 
+/// Links from a report's cells to the viewer's pages.
+pub trait Links {
+    /// A trial's page.
+    fn trial(&self, run_id: &str, r: &TrialRecord) -> String;
+    /// The trials of one task and agent of a run.
+    fn trials(&self, run_id: &str, task: &str, agent_id: &str) -> String;
+}
+
 pub fn render_html(report: &Report) -> String {
     let mut o = String::new();
     let _ = write!(
@@ -67,6 +77,16 @@ pub fn render_html(report: &Report) -> String {
          <title>cleanroom report: {}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
         h(&report.runs.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>().join(", "))
     );
+    o.push_str("<h1>cleanroom report</h1>\n");
+    o.push_str(&render_html_sections(report, None));
+    o.push_str("</main>\n</body>\n</html>\n");
+    o
+}
+
+/// The report's sections without the page around them (for the viewer,
+/// which links matrix cells and failed trials to their pages).
+pub fn render_html_sections(report: &Report, links: Option<&dyn Links>) -> String {
+    let mut o = String::new();
     header(&mut o, report);
 
     o.push_str("<h2>Pass rate</h2>\n");
@@ -85,33 +105,55 @@ pub fn render_html(report: &Report) -> String {
         explain(&mut o, tables::EXPLAIN_REPEATS);
         table(&mut o, &t);
     }
-    if let Some((t, disjoint)) = tables::comparisons(report) {
+    if let Some((t, folded)) = tables::comparisons(report) {
         o.push_str("<h2>Paired comparisons</h2>\n");
         explain(&mut o, &format!("On the tasks both agents ran: {PAIRING_RULE}. {}", tables::EXPLAIN_PAIRS));
         if !t.rows.is_empty() {
             table(&mut o, &t);
         }
-        if disjoint > 0 {
-            explain(
-                &mut o,
-                &format!("{disjoint} pair{} of agents with no task in common left out.", plural(disjoint)),
-            );
+        if folded > 0 {
+            explain(&mut o, &tables::folded_pairs(folded));
         }
     }
 
-    failures(&mut o, report);
+    failures(&mut o, report, links);
     times(&mut o, report);
 
     o.push_str("<h2>Task × agent</h2>\n");
     explain(&mut o, tables::EXPLAIN_MATRIX);
-    table(&mut o, &tables::matrix(report, true));
+    let mut matrix = tables::matrix(report, true);
+    if let Some(links) = links {
+        link_matrix(&mut matrix, report, links);
+    }
+    table(&mut o, &matrix);
 
     o.push_str("<h2>Cost, tokens and time</h2>\n");
     if !tables::has_spend(report) {
         explain(&mut o, tables::NO_SPEND);
     }
     table(&mut o, &tables::costs(report));
-    o.push_str("</main>\n</body>\n</html>\n");
+    o
+}
+
+/// Each matrix cell links to its trial, or to the list of its trials.
+fn link_matrix(matrix: &mut Table, report: &Report, links: &dyn Links) {
+    let first_arm = matrix.text_columns;
+    for (row, task) in matrix.rows.iter_mut().zip(&report.task_ids) {
+        for (a, arm) in report.arms.iter().enumerate() {
+            let trials = report.cell(task, a);
+            row.cells[first_arm + a].href = match trials.as_slice() {
+                [] => None,
+                [one] => Some(links.trial(&arm.run_id, one)),
+                _ => Some(links.trials(&arm.run_id, task, &arm.agent_id)),
+            };
+        }
+    }
+}
+
+/// Every cell and link of `t`, escaped, as an HTML table.
+pub fn html_table(t: &Table) -> String {
+    let mut o = String::new();
+    table(&mut o, t);
     o
 }
 
@@ -140,13 +182,20 @@ fn table(o: &mut String, t: &Table) {
                 o.push_str(" class=\"text\"");
             }
             if let Some(class) = c.class {
-                let _ =
-                    write!(o, " class=\"{}\"", if class == "wrap" { "wrap" } else { class_with_m(class) });
+                let class = if matches!(class, "wrap" | "path") { class } else { class_with_m(class) };
+                let _ = write!(o, " class=\"{class}\"");
             }
             if let Some(title) = &c.title {
                 let _ = write!(o, " title=\"{}\"", h(title));
             }
-            let _ = write!(o, ">{}", h(&c.text));
+            match &c.href {
+                Some(href) => {
+                    let _ = write!(o, "><a href=\"{}\">{}</a>", h(href), h(&c.text));
+                }
+                None => {
+                    let _ = write!(o, ">{}", h(&c.text));
+                }
+            }
             if let Some(d) = &c.detail {
                 let _ = write!(o, "<br/><span class=\"ci\">{}</span>", h(d));
             }
@@ -182,7 +231,6 @@ fn class_with_m(class: &str) -> &'static str {
 }
 
 fn header(o: &mut String, report: &Report) {
-    o.push_str("<h1>cleanroom report</h1>\n");
     let runs: Vec<String> =
         report.runs.iter().map(|r| format!("{} ({} trials)", h(&r.run_id), r.trials)).collect();
     let _ = writeln!(o, "<p class=\"meta\">Runs: {}</p>", runs.join(", "));
@@ -229,7 +277,7 @@ fn rate_chart(o: &mut String, report: &Report) {
     );
 }
 
-fn failures(o: &mut String, report: &Report) {
+fn failures(o: &mut String, report: &Report, links: Option<&dyn Links>) {
     o.push_str("<h2>Failure analysis</h2>\n");
     let counts: Vec<_> = (0..report.arms.len()).map(|a| report.counts(a)).collect();
     let all = Segment::all();
@@ -258,6 +306,7 @@ fn failures(o: &mut String, report: &Report) {
     table(o, &tables::classes(report));
     o.push_str("<h3>Stage reached by failed trials</h3>\n");
     table(o, &tables::stages(report));
+    failed_trials(o, report, links);
 
     o.push_str("<h3>Tags</h3>\n");
     let tags = report.tags();
@@ -292,6 +341,25 @@ fn failures(o: &mut String, report: &Report) {
             let _ = writeln!(o, "<li>… {} more trials</li>", t.trials.len() - TAG_TRIALS_SHOWN);
         }
         o.push_str("</ul>\n");
+    }
+}
+
+fn failed_trials(o: &mut String, report: &Report, links: Option<&dyn Links>) {
+    o.push_str("<h3>Failed trials</h3>\n");
+    let (mut t, more) = tables::failed_trials(report);
+    if let Some(links) = links {
+        for (row, (trial, _)) in t.rows.iter_mut().zip(crate::why::failed_trials(report)) {
+            row.cells[0].href = Some(links.trial(&trial.run_id, &trial.record));
+        }
+    }
+    if t.rows.is_empty() {
+        explain(o, "No trial failed.");
+        return;
+    }
+    explain(o, tables::EXPLAIN_FAILED);
+    table(o, &t);
+    if more > 0 {
+        explain(o, &format!("… {more} more failed trial{}: see the JSON report.", plural(more)));
     }
 }
 

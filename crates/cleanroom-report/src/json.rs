@@ -9,7 +9,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::escape::escape_terminal;
-use crate::model::{first_failure, Report, Trial, PAIRING_RULE};
+use crate::model::{Report, Trial, PAIRING_RULE};
+use crate::why::first_failure;
 
 /// The version of the JSON report's layout.
 pub const JSON_VERSION: u32 = 1;

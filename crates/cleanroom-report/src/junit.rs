@@ -21,7 +21,8 @@ use cleanroom_verify::StepStatus;
 use crate::class_row::ClassRow;
 use crate::escape::{escape_xml as x, escape_xml_lines};
 use crate::markdown::EVIDENCE_SHOWN;
-use crate::model::{first_failure, Report, SUSPECTED};
+use crate::model::{Report, SUSPECTED};
+use crate::why::first_failure;
 
 pub fn render_junit(report: &Report) -> String {
     let mut suites = String::new();

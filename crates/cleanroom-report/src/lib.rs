@@ -6,7 +6,8 @@
 //! - `model`: what every report shows, computed once (`Report::build`);
 //!   `stats`: the statistics behind it; `class_row`: the failure-class rows.
 //! - one file per format: `markdown`, `json` (and CSV), `junit`, `html`
-//!   (with `svg` charts of `segment`s).
+//!   (with `svg` charts of `segment`s); `why`: each failed trial's first
+//!   failure and the file that shows it.
 
 mod class_row;
 mod escape;
@@ -19,17 +20,20 @@ mod model;
 mod segment;
 pub mod stats;
 mod svg;
-mod tables;
+pub mod tables;
 mod terminal;
+mod why;
 
 pub use class_row::ClassRow;
+pub use cleanroom_store::TaskInfo;
 pub use escape::{escape_html, escape_md, escape_terminal, escape_xml};
-pub use html::render_html;
+pub use html::{html_table, render_html, render_html_sections, Links, CSP, STYLE};
 pub use json::{render_csv, render_json};
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use model::{
-    first_failure, Arm, ArmCounts, Costs, PairRow, Rate, Report, ReportInput, RunInput, SliceBy, SliceRow,
-    TaskInfo, Trial, PAIRING_RULE,
+    Arm, ArmCounts, Costs, PairRow, Rate, Report, ReportInput, RunInput, SliceBy, SliceRow, Trial,
+    PAIRING_RULE,
 };
 pub use terminal::{summary_table, trial_line};
+pub use why::{first_failure, trial_dir, why, Why};

@@ -35,18 +35,14 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(o, "{}\n", tables::EXPLAIN_REPEATS);
         table(&mut o, &t);
     }
-    if let Some((t, disjoint)) = tables::comparisons(report) {
+    if let Some((t, folded)) = tables::comparisons(report) {
         o.push_str("## Paired comparisons\n\n");
         let _ = writeln!(o, "On the tasks both agents ran: {PAIRING_RULE}. {}\n", tables::EXPLAIN_PAIRS);
         if !t.rows.is_empty() {
             table(&mut o, &t);
         }
-        if disjoint > 0 {
-            let _ = writeln!(
-                o,
-                "{disjoint} pair{} of agents with no task in common left out.\n",
-                plural(disjoint)
-            );
+        if folded > 0 {
+            let _ = writeln!(o, "{}\n", tables::folded_pairs(folded));
         }
     }
 
@@ -115,6 +111,20 @@ fn header(o: &mut String, report: &Report) {
     o.push('\n');
 }
 
+fn failed_trials(o: &mut String, report: &Report) {
+    o.push_str("### Failed trials\n\n");
+    let (t, more) = tables::failed_trials(report);
+    if t.rows.is_empty() {
+        o.push_str("No trial failed.\n\n");
+        return;
+    }
+    let _ = writeln!(o, "{}\n", tables::EXPLAIN_FAILED);
+    table(o, &t);
+    if more > 0 {
+        let _ = writeln!(o, "… {more} more failed trial{}: see the JSON report.\n", plural(more));
+    }
+}
+
 fn failures(o: &mut String, report: &Report) {
     o.push_str("## Failure analysis\n\n");
     let failed: u64 = (0..report.arms.len()).map(|a| report.counts(a).failed).sum();
@@ -127,6 +137,7 @@ fn failures(o: &mut String, report: &Report) {
     table(o, &tables::classes(report));
     o.push_str("### Stage reached by failed trials\n\n");
     table(o, &tables::stages(report));
+    failed_trials(o, report);
 
     o.push_str("### Tags\n\n");
     let tags = report.tags();

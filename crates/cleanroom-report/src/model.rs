@@ -15,28 +15,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use cleanroom_store::{Outcome, TrialRecord};
-use cleanroom_verify::{StepStatus, VerdictStage};
+use cleanroom_store::{Outcome, TaskInfo, TrialRecord};
+use cleanroom_verify::VerdictStage;
 
 use crate::class_row::ClassRow;
 use crate::format::plural;
 use crate::stats::{self, Comparison, Interval, Paired, Spread, TaskAverage, TaskTrials};
-
-/// A task's metadata, as far as reports need it (from task.toml).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct TaskInfo {
-    pub title: String,
-    /// `ai`, `systems` or `scientific`.
-    pub domain: String,
-    /// `easy`, `medium` or `hard`.
-    pub difficulty: String,
-    /// Main language first.
-    pub languages: Vec<String>,
-    pub legacy: bool,
-    pub gpu: bool,
-    pub qemu: bool,
-    pub tags: Vec<String>,
-}
 
 /// One run's records.
 #[derive(Debug, Clone, Default)]
@@ -591,24 +575,6 @@ pub fn domain_label(domain: &str) -> String {
         "scientific" => "Scientific".to_string(),
         other => other.to_string(),
     }
-}
-
-/// What made a trial fail, in one line: the first verification step that
-/// failed or timed out, else the first check that failed. Unescaped.
-pub fn first_failure(r: &TrialRecord) -> Option<String> {
-    let verdict = r.verdict.as_ref()?;
-    if let Some(step) =
-        verdict.steps.iter().find(|s| matches!(s.status, StepStatus::Failed | StepStatus::TimedOut))
-    {
-        let how = match (step.status, step.exit_code) {
-            (StepStatus::TimedOut, _) => "timed out".to_string(),
-            (_, Some(code)) => format!("exited {code}"),
-            (_, None) => "failed".to_string(),
-        };
-        return Some(format!("{} step {} {how}", step.stage.as_str(), step.name));
-    }
-    let check = verdict.checks.iter().find(|c| !c.passed)?;
-    Some(format!("check {}: expected {}, observed {}", check.name, check.expected, check.observed))
 }
 
 fn finite(x: f64) -> f64 {

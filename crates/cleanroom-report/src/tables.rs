@@ -9,6 +9,7 @@ use crate::class_row::ClassRow;
 use crate::format::{count, duration, interval, p_value, pct, plural, points, rate_cell, share, usd};
 use crate::model::{ArmCounts, Costs, Rate, Report, TagRow};
 use crate::stats::TaskAverage;
+use crate::why::trial_dir;
 
 pub const EXPLAIN_RATE: &str =
     "Passed of judged trials (rate) [Wilson 95% interval, in %]; infra errors and \
@@ -36,15 +37,17 @@ pub struct Cell {
     /// A second, smaller line in HTML (an interval); after a space in
     /// Markdown. Always ours.
     pub detail: Option<String>,
+    /// Where the cell links to (HTML only): the viewer's pages.
+    pub href: Option<String>,
 }
 
 impl Cell {
     pub fn ours(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), ours: true, class: None, title: None, detail: None }
+        Cell { text: text.into(), ours: true, class: None, title: None, detail: None, href: None }
     }
 
     pub fn theirs(text: impl Into<String>) -> Cell {
-        Cell { text: text.into(), ours: false, class: None, title: None, detail: None }
+        Cell { text: text.into(), ours: false, class: None, title: None, detail: None, href: None }
     }
 }
 
@@ -151,34 +154,36 @@ pub fn repeats(report: &Report) -> Option<Table> {
     Some(Table { head: arm_head(report, "statistic"), rows, text_columns: 1 })
 }
 
-/// Every pair of agents that ran a task in common, and how many pairs
-/// did not; none with fewer than two agents.
+/// Pairs of agents with fewer tasks in common are folded into a count:
+/// below three, no difference could be told from chance.
+pub const MIN_PAIRED_TASKS: u64 = 3;
+
+/// Every pair of agents that ran at least `MIN_PAIRED_TASKS` tasks in
+/// common, and how many pairs had fewer; none with fewer than two agents.
 pub fn comparisons(report: &Report) -> Option<(Table, usize)> {
     let all = report.comparisons();
     if all.is_empty() {
         return None;
     }
-    let disjoint = all.iter().filter(|p| p.comparison.is_none()).count();
-    let pairs: Vec<_> = all.into_iter().filter(|p| p.comparison.is_some()).collect();
+    let enough = |p: &crate::model::PairRow| p.comparison.as_ref().is_some_and(|c| c.n >= MIN_PAIRED_TASKS);
+    let folded = all.iter().filter(|p| !enough(p)).count();
+    let pairs: Vec<_> = all.into_iter().filter(|p| enough(p)).collect();
     let head = ["A", "B", "tasks", "A passed", "B passed", "A − B [95% CI]", "only A / only B", "McNemar p"]
         .map(Cell::ours)
         .to_vec();
     let rows = pairs
         .iter()
-        .map(|p| {
+        .filter_map(|p| {
+            let c = p.comparison.as_ref()?;
+            let tasks =
+                if p.left_out > 0 { format!("{} ({} left out)", c.n, p.left_out) } else { c.n.to_string() };
+            let passed = |k: u64, rate: f64| format!("{k}/{} ({})", c.n, pct(Some(rate)));
             let mut cells = vec![Cell::theirs(&p.a), Cell::theirs(&p.b)];
-            let tasks = |n: u64| {
-                if p.left_out > 0 {
-                    format!("{n} ({} left out)", p.left_out)
-                } else {
-                    n.to_string()
-                }
-            };
-            let rest = match &p.comparison {
-                Some(c) => [
-                    tasks(c.n),
-                    pct(Some(c.rate_a)),
-                    pct(Some(c.rate_b)),
+            cells.extend(
+                [
+                    tasks,
+                    passed(c.table.both + c.table.only_a, c.rate_a),
+                    passed(c.table.both + c.table.only_b, c.rate_b),
                     format!(
                         "{} [{}, {}]",
                         points(c.difference),
@@ -187,14 +192,21 @@ pub fn comparisons(report: &Report) -> Option<(Table, usize)> {
                     ),
                     format!("{} / {}", c.table.only_a, c.table.only_b),
                     p_value(c.p_value),
-                ],
-                None => [tasks(0), "-".into(), "-".into(), "-".into(), "-".into(), "-".into()],
-            };
-            cells.extend(rest.into_iter().map(Cell::ours));
-            Row::plain(cells)
+                ]
+                .map(Cell::ours),
+            );
+            Some(Row::plain(cells))
         })
         .collect();
-    Some((Table { head, rows, text_columns: 2 }, disjoint))
+    Some((Table { head, rows, text_columns: 2 }, folded))
+}
+
+/// The sentence under the comparisons about the pairs folded away.
+pub fn folded_pairs(folded: usize) -> String {
+    format!(
+        "{folded} pair{} of agents with fewer than {MIN_PAIRED_TASKS} tasks in common left out.",
+        plural(folded)
+    )
 }
 
 /// Failed trials per class (or per stage reached), with shares of each
@@ -302,7 +314,7 @@ pub fn matrix_cell(trials: &[&TrialRecord]) -> Cell {
         "mixed"
     };
     let title: Vec<String> = trials.iter().map(|r| format!("#{} {}", r.trial, outcome_text(r))).collect();
-    Cell { text, ours: true, class: Some(class), title: Some(title.join(", ")), detail: None }
+    Cell { class: Some(class), title: Some(title.join(", ")), ..Cell::ours(text) }
 }
 
 /// Tasks as rows, agents as columns; with the task's title and slice when
@@ -378,4 +390,34 @@ pub fn costs(report: &Report) -> Table {
         row("verify phase, all trials", &|c| duration(c.verify_secs)),
     ]);
     Table { head: arm_head(report, "per agent"), rows, text_columns: 1 }
+}
+
+/// Failed trials listed one by one; the rest are counted.
+pub const FAILED_SHOWN: usize = 100;
+
+pub const EXPLAIN_FAILED: &str = "Each failed trial (and infra error) with its first failure: the first \
+verification step that failed, its exit code, else the first failed check or the error; and the file \
+to read, relative to the directory of runs.";
+
+/// One row per failed trial, up to `FAILED_SHOWN`, and how many more
+/// there are.
+pub fn failed_trials(report: &Report) -> (Table, usize) {
+    let all = crate::why::failed_trials(report);
+    let rows = all
+        .iter()
+        .take(FAILED_SHOWN)
+        .map(|(t, why)| {
+            let r = &t.record;
+            Row::plain(vec![
+                Cell::theirs(format!("{} · {} #{}", r.task, report.arms[t.arm].label, r.trial)),
+                Cell { class: Some("wrap"), ..Cell::theirs(&why.text) },
+                Cell {
+                    class: Some("path"),
+                    ..Cell::theirs(format!("{}/{}", trial_dir(&t.run_id, r), why.log))
+                },
+            ])
+        })
+        .collect();
+    let head = ["trial", "first failure", "log"].map(Cell::ours).to_vec();
+    (Table { head, rows, text_columns: 3 }, all.len().saturating_sub(FAILED_SHOWN))
 }

@@ -94,6 +94,7 @@ fn info(
         legacy,
         gpu,
         qemu: false,
+        year: None,
         tags: tags.iter().map(|t| t.to_string()).collect(),
     }
 }
@@ -193,7 +194,7 @@ fn markdown_statistics_sections() {
     let pairs = table_lines(section(&md, "## Paired comparisons"));
     assert_eq!(
         pairs[2],
-        "| a | script-b-sh | 3 (1 left out) | 66.7% | 33.3% | +33.3 [-58.5, +87.7] | 2 / 1 | 1.000 |"
+        "| a | script-b-sh | 3 (1 left out) | 2/3 (66.7%) | 1/3 (33.3%) | +33.3 [-58.5, +87.7] | 2 / 1 | 1.000 |"
     );
     assert!(md.contains("first judged trial"), "the pairing rule is stated");
 }
@@ -314,7 +315,7 @@ fn the_same_agent_in_two_runs_makes_two_columns() {
     );
     // a@run-1 against a@run-2 on the same tasks: 2 passed only in run 1
     // of 3 (t-sys failed in both).
-    assert!(md.contains("| a@run-1 | a@run-2 | 3 (1 left out) | 66.7% | 0.0% |"), "{md}");
+    assert!(md.contains("| a@run-1 | a@run-2 | 3 (1 left out) | 2/3 (66.7%) | 0/3 (0.0%) |"), "{md}");
 }
 
 #[test]
@@ -566,4 +567,67 @@ fn a_pass_on_a_negative_control_is_flagged_everywhere_and_counted_nowhere() {
     assert!(table.contains(&format!("SUSPECT {suspected}: passed a negative control")), "{table}");
     let line = cleanroom_report::trial_line(&report.trials.iter().find(|t| t.suspected()).unwrap().record);
     assert!(line.starts_with("SUSPECT t-control  a #1  passed a negative control"), "{line}");
+}
+
+#[test]
+fn each_failed_trial_names_its_first_failure_and_where_its_log_is() {
+    use cleanroom_verify::{CheckResult, StepResult, Verdict};
+    let mut records = records();
+    let step = |name: &str, status: &str, exit_code: Option<i32>| -> StepResult {
+        serde_json::from_value(serde_json::json!(
+            {"name": name, "stage": "build", "exit_code": exit_code, "seconds": 1.0, "status": status}
+        ))
+        .unwrap()
+    };
+    // t-ai-1 b #1: the build failed with exit 2; t-ai-2 b: a check failed.
+    records[2].verdict =
+        Some(Verdict::new(vec![step("make <all>", "failed", Some(2)), step("run", "not_run", None)], vec![]));
+    records[5].verdict = Some(Verdict::new(
+        vec![step("make", "passed", Some(0))],
+        vec![CheckResult {
+            name: "loss".into(),
+            passed: false,
+            expected: "0.5 ± 1e-3".into(),
+            observed: "0.7".into(),
+        }],
+    ));
+    records[6].error = Some("model API answered 429 three times\nmore".into());
+    records[10].tampered = vec!["verify.sh".into()];
+    let mut i = input(Some(tasks()));
+    i.runs[0].records = records;
+    let md = render_markdown(&Report::build(i.clone(), SliceBy::Domain));
+    let failed = table_lines(section(&md, "### Failed trials"));
+    assert_eq!(
+        failed[2..],
+        [
+            "| t-ai-1 · script-b-sh \\#1 | failed, self_stop (stage none): build step make &lt;all&gt; exited 2 | run-1/trials/t-ai-1/script-b-sh/1/verify.log |",
+            "| t-ai-2 · script-b-sh \\#1 | failed, budget (stage none): check loss: expected 0.5 ± 1e-3, observed 0.7 | run-1/trials/t-ai-2/script-b-sh/1/verify.log |",
+            "| t-sci · script-b-sh \\#1 | failed, tampered (stage none): protected files changed: verify.sh | run-1/trials/t-sci/script-b-sh/1/changes.txt |",
+            "| t-sys · a \\#1 | failed, agent_error (stage none): model API answered 429 three times | run-1/trials/t-sys/a/1/agent.log |",
+            "| t-sys · script-b-sh \\#1 | infra_error: overlay mount failed\\\\x1b\\]0;pwn\\\\x07 &amp; &lt;b&gt; | run-1/trials/t-sys/script-b-sh/1/result.json |",
+        ],
+        "\n{md}"
+    );
+    let html = render_html(&Report::build(i, SliceBy::Domain));
+    assert!(html.contains("<h3>Failed trials</h3>"));
+    assert!(html.contains("build step make &lt;all&gt; exited 2"), "escaped in HTML too");
+    assert!(html.contains("<td class=\"path\">run-1/trials/t-ai-1/script-b-sh/1/verify.log</td>"), "{html}");
+}
+
+#[test]
+fn pairs_with_too_few_tasks_in_common_are_folded_into_a_count() {
+    // Agent c ran only t-ai-1 and t-ai-2: two tasks in common with each of
+    // a and script-b-sh, fewer than a comparison needs.
+    let mut i = input(Some(tasks()));
+    for task in ["t-ai-1", "t-ai-2"] {
+        let mut r = TrialRecord::new(task, "script:/c.sh", "c", 1, 1);
+        r.outcome = Outcome::Passed;
+        i.runs[0].records.push(r);
+    }
+    let md = render_markdown(&Report::build(i, SliceBy::Domain));
+    let pairs = section(&md, "## Paired comparisons");
+    let rows = table_lines(pairs);
+    assert_eq!(rows.len(), 3, "only a against script-b-sh: {pairs}");
+    assert!(rows[2].starts_with("| a | script-b-sh | 3 (1 left out) |"), "{pairs}");
+    assert!(pairs.contains("2 pairs of agents with fewer than 3 tasks in common left out."), "{pairs}");
 }

@@ -14,11 +14,13 @@ mod remote_attempt;
 mod run_config;
 mod run_dir;
 mod summary;
+mod task_info;
 
 pub use agent_id::agent_ids;
 pub use cleanroom_env::time::{rfc3339_utc, rfc3339_utc_now};
 pub use error::StoreError;
 pub use index::{Index, IndexError, IndexedRun, RebuildReport, Skipped, INDEX_FILE, INDEX_SCHEMA_VERSION};
+pub use lock::held as run_in_use;
 pub use record::{
     ChangeCounts, Evidence, ExecutorRecord, FailureClass, Outcome, Tag, Timings, Tokens, TrialRecord,
     SCHEMA_VERSION,
@@ -27,6 +29,7 @@ pub use remote_attempt::{in_flight, InFlight, RemoteAttempt};
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
 pub use run_dir::{make_out_dir, new_run_id, read_results, read_run_config, RunDir, TrialFile, RESULT_FILE};
 pub use summary::{AgentSummary, Counts, Summary};
+pub use task_info::TaskInfo;
 
 /// The types of other crates that a record embeds, so that readers of
 /// records need only this crate.

@@ -75,3 +75,15 @@ fn write_pid(file: &mut File, path: &Path) -> Result<(), StoreError> {
 fn holder_pid(path: &Path) -> Option<u32> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
 }
+
+/// Whether a cleanroom process holds the lock of the run at `run` now, for
+/// readers that must not take it (the viewer). The probe is a shared lock
+/// dropped at once: a writer that asks in that instant sees a dead holder
+/// of record and waits out its grace, never failing for it.
+pub fn held(run: &Path) -> bool {
+    let Ok(file) = File::open(run.join(LOCK_FILE)) else { return false };
+    // SAFETY: flock on a descriptor that `file` owns and keeps open.
+    let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0;
+    // Closing `file` drops the shared lock.
+    !free
+}

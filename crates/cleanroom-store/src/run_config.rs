@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use cleanroom_model::GateMode;
 use serde::{Deserialize, Serialize};
 
+use crate::TaskInfo;
+
 /// The resolved configuration of a run, written to run.toml.
 ///
 /// Never put a secret here: run.toml is shared with results. Models name
@@ -64,6 +66,10 @@ pub struct RunConfig {
     /// these options; none: on this machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<cleanroom_env::SlurmOptions>,
+    /// Task id to its metadata when the run started; empty in runs made
+    /// before cleanroom kept it, whose reports load the task directories.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_info: BTreeMap<String, TaskInfo>,
 }
 
 /// An agent of the run: its SPEC as given and its id in trial paths.

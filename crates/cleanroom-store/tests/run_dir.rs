@@ -6,7 +6,7 @@ use std::path::Path;
 
 use cleanroom_store::{
     AgentEntry, AppliedGate, ArtifactEntry, ExecutorRecord, GateMode, Outcome, RemoteAttempt, RunConfig,
-    RunDir, SlurmOptions, StoreError, Summary, TrialFile, TrialRecord,
+    RunDir, SlurmOptions, StoreError, Summary, TaskInfo, TrialFile, TrialRecord,
 };
 
 fn config(run_id: &str) -> RunConfig {
@@ -47,6 +47,19 @@ fn config(run_id: &str) -> RunConfig {
             options: vec!["--qos=low".into()],
             ..Default::default()
         }),
+        task_info: BTreeMap::from([(
+            "sobol-seq".into(),
+            TaskInfo {
+                title: "Sobol sequences".into(),
+                domain: "scientific".into(),
+                difficulty: "easy".into(),
+                languages: vec!["c".into()],
+                legacy: true,
+                year: Some(2003),
+                tags: vec!["quasi-random".into()],
+                ..Default::default()
+            },
+        )]),
     }
 }
 

@@ -14,7 +14,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, ErrorCode, OptionalExtension, Transaction, TransactionBehavior};
+use rusqlite::{
+    params, Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior,
+};
 
 use crate::error::StoreError;
 use crate::record::TrialRecord;
@@ -48,6 +50,8 @@ pub enum IndexError {
     },
     #[error("results index {} has schema version {found}, newer than this cleanroom reads ({supported}): upgrade cleanroom, or move the file away and run `cleanroom index rebuild`", path.display())]
     NewerSchema { path: PathBuf, found: u32, supported: u32 },
+    #[error("results index {} has schema version {found}, not the {supported} this cleanroom reads without writing: run `cleanroom index rebuild`", path.display())]
+    OtherSchema { path: PathBuf, found: u32, supported: u32 },
     #[error("cannot make a results index in {}: no such directory", .0.display())]
     NoDir(PathBuf),
     #[error("results index {}: run {run_id} is not recorded; record the run before its trials", path.display())]
@@ -130,6 +134,34 @@ impl Index {
         migrations::apply(&tx, &index.path)?;
         tx.commit().at(&index.path)?;
         Ok(index)
+    }
+
+    /// Opens `<out_dir>/index.sqlite` for reading only, for readers that
+    /// must change nothing (the viewer). Fails unless its schema is the one
+    /// this cleanroom writes: a writer or `cleanroom index rebuild` brings
+    /// an older one up to date.
+    pub fn open_read_only(out_dir: &Path) -> Result<Index, IndexError> {
+        let path = out_dir.join(INDEX_FILE);
+        let conn = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .at(&path)?;
+        conn.busy_timeout(BUSY_TIMEOUT).at(&path)?;
+        let found = migrations::current_version(&conn, &path)?;
+        if found != INDEX_SCHEMA_VERSION {
+            return Err(IndexError::OtherSchema { path, found, supported: INDEX_SCHEMA_VERSION });
+        }
+        Ok(Index { conn, dir: out_dir.to_path_buf(), path })
+    }
+
+    /// How many trials of `run_id` the index has.
+    pub fn trial_count(&self, run_id: &str) -> Result<usize, IndexError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM trials WHERE run_id = ?1", [run_id], |r| r.get(0))
+            .at(&self.path)?;
+        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// `<out>/index.sqlite`.
@@ -377,7 +409,39 @@ impl Index {
             ],
         )
         .at(&self.path)?;
+        self.insert_tasks(tx, &run_id, config)?;
         Ok(run_id)
+    }
+
+    /// Replaces the run's task rows with those of its run.toml.
+    fn insert_tasks(&self, tx: &Transaction<'_>, run_id: &str, config: &RunConfig) -> Result<(), IndexError> {
+        tx.execute("DELETE FROM tasks WHERE run_id = ?1", [run_id]).at(&self.path)?;
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO tasks (run_id, task, title, domain, difficulty, language, languages_json,
+                     legacy, gpu, qemu, year, tags_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )
+            .at(&self.path)?;
+        for (task, info) in &config.task_info {
+            insert
+                .execute(params![
+                    run_id,
+                    task,
+                    info.title,
+                    info.domain,
+                    info.difficulty,
+                    info.languages.first(),
+                    json_list(&info.languages),
+                    info.legacy,
+                    info.gpu,
+                    info.qemu,
+                    info.year,
+                    json_list(&info.tags),
+                ])
+                .at(&self.path)?;
+        }
+        Ok(())
     }
 
     fn insert_trial(&self, tx: &Transaction<'_>, run_id: &str, r: &TrialRecord) -> Result<(), IndexError> {
@@ -515,6 +579,10 @@ impl Index {
             _ => absolute.display().to_string(),
         }
     }
+}
+
+fn json_list(items: &[String]) -> String {
+    serde_json::to_string(items).unwrap_or_else(|_| "[]".into())
 }
 
 /// Token counts fit in SQLite's signed integers; saturate rather than fail.

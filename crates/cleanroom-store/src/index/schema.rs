@@ -7,7 +7,7 @@
 
 /// The migrations by version: `MIGRATIONS[k]` takes the index from version
 /// k to k + 1.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 /// Version 1: runs, trials, and the trials' checks, steps and tags.
 const MIGRATION_1: &str = r#"
@@ -109,5 +109,28 @@ const MIGRATION_2: &str = r#"
 ALTER TABLE trials ADD COLUMN negative_control INTEGER NOT NULL DEFAULT 0;
 "#;
 
+/// Version 3: each run's tasks with their metadata (from run.toml), so
+/// that a pass rate per domain, difficulty or language is one join.
+const MIGRATION_3: &str = r#"
+CREATE TABLE tasks (
+    run_id          TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    task            TEXT NOT NULL,
+    title           TEXT NOT NULL,
+    domain          TEXT NOT NULL,
+    difficulty      TEXT NOT NULL,
+    -- The main language (the first of languages), and all of them as JSON.
+    language        TEXT,
+    languages_json  TEXT NOT NULL,
+    legacy          INTEGER NOT NULL,
+    gpu             INTEGER NOT NULL,
+    qemu            INTEGER NOT NULL,
+    year            INTEGER,
+    tags_json       TEXT NOT NULL,
+    PRIMARY KEY (run_id, task)
+);
+CREATE INDEX tasks_by_domain ON tasks (domain);
+"#;
+
 /// The tables, children first: the order to drop them in.
-pub(crate) const TABLES: &[&str] = &["tags", "steps", "checks", "trials", "runs", "schema_migrations"];
+pub(crate) const TABLES: &[&str] =
+    &["tags", "steps", "checks", "trials", "tasks", "runs", "schema_migrations"];

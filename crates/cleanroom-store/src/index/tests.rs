@@ -39,6 +39,7 @@ fn config(run_id: &str, created: &str) -> RunConfig {
         fail_under: None,
         artifacts: BTreeMap::new(),
         slurm: None,
+        task_info: BTreeMap::new(),
     }
 }
 
@@ -127,16 +128,16 @@ fn migrations_from_empty() {
     let dir = tempfile::tempdir().unwrap();
     let index = Index::open(dir.path()).unwrap();
     assert_eq!(index.schema_version().unwrap(), INDEX_SCHEMA_VERSION);
-    assert_eq!(INDEX_SCHEMA_VERSION, 2);
+    assert_eq!(INDEX_SCHEMA_VERSION, 3);
     assert!(dir.path().join(INDEX_FILE).is_file());
-    for table in ["runs", "trials", "checks", "steps", "tags", "schema_migrations"] {
+    for table in ["runs", "trials", "checks", "steps", "tags", "tasks", "schema_migrations"] {
         let n = count(
             &index,
             &format!("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"),
         );
         assert_eq!(n, 1, "table {table}");
     }
-    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 2);
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 3);
     let mode: String = index.connection().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
     assert!(index.runs().unwrap().is_empty());
@@ -154,8 +155,8 @@ fn reopening_keeps_the_schema_and_the_rows() {
         index.record_trial("run-a", &record("t", "oracle", 1)).unwrap();
     }
     let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.schema_version().unwrap(), 2);
-    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 2, "no migration applied twice");
+    assert_eq!(index.schema_version().unwrap(), 3);
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM schema_migrations"), 3, "no migration applied twice");
     assert_eq!(index.trials(&[]).unwrap(), vec![record_like(&index, "t", "oracle", 1)]);
     let runs = index.runs().unwrap();
     assert_eq!(runs.len(), 1);
@@ -415,11 +416,87 @@ fn an_index_of_version_1_gains_the_negative_control_column_and_keeps_its_rows() 
         index.record_trial("run-a", &record("t", "oracle", 1)).unwrap();
     }
     let index = Index::open(dir.path()).unwrap();
-    assert_eq!(index.schema_version().unwrap(), 2);
+    assert_eq!(index.schema_version().unwrap(), INDEX_SCHEMA_VERSION);
     assert_eq!(count(&index, "SELECT COUNT(*) FROM trials WHERE negative_control = 0"), 1);
     let mut control = record("control", "oracle", 1);
     control.negative_control = true;
     index.record_trial("run-a", &control).unwrap();
     assert_eq!(count(&index, "SELECT COUNT(*) FROM trials WHERE negative_control = 1"), 1);
     assert!(index.trials(&[]).unwrap().iter().any(|r| r.negative_control), "read back from record_json");
+}
+
+fn info(domain: &str, languages: &[&str], year: Option<i64>) -> crate::TaskInfo {
+    crate::TaskInfo {
+        title: format!("a {domain} paper"),
+        domain: domain.into(),
+        difficulty: "easy".into(),
+        languages: languages.iter().map(|l| l.to_string()).collect(),
+        year,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_pass_rate_per_domain_is_one_query_over_the_tasks_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run-a");
+    std::fs::create_dir(&run).unwrap();
+    let mut config = config("run-a", "2026-01-01T00:00:00Z");
+    config.task_info = BTreeMap::from([
+        ("t-ai".to_string(), info("ai", &["python", "c"], Some(2018))),
+        ("t-sys".to_string(), info("systems", &["c"], None)),
+    ]);
+    let index = Index::open(dir.path()).unwrap();
+    let records: Vec<TrialRecord> = ["t-ai", "t-sys"]
+        .iter()
+        .flat_map(|t| [record(t, "oracle", 1), record(t, "oracle", 2), record(t, "nop", 1)])
+        .collect();
+    index.record_results(&config, &run, &records).unwrap();
+    let rows: Vec<(String, String, i64, i64)> = index
+        .connection()
+        .prepare(
+            "SELECT k.domain, t.agent_id, SUM(t.outcome = 'passed'), COUNT(*)
+             FROM trials t JOIN tasks k USING (run_id, task)
+             GROUP BY k.domain, t.agent_id ORDER BY k.domain, t.agent_id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("ai".into(), "nop".into(), 0, 1),
+            ("ai".into(), "oracle".into(), 2, 2),
+            ("systems".into(), "nop".into(), 0, 1),
+            ("systems".into(), "oracle".into(), 2, 2),
+        ]
+    );
+    let (language, languages, year): (String, String, Option<i64>) = index
+        .connection()
+        .query_row("SELECT language, languages_json, year FROM tasks WHERE task = 't-ai'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!((language.as_str(), languages.as_str(), year), ("python", r#"["python","c"]"#, Some(2018)));
+
+    // Recording the run again replaces its tasks; a rebuild reads them
+    // back from run.toml.
+    config.task_info.remove("t-sys");
+    index.record_run(&config, &run).unwrap();
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM tasks"), 1);
+    RunDir::create(dir.path(), "run-b")
+        .unwrap()
+        .write_run_config(&{
+            let mut b = config.clone();
+            b.run_id = "run-b".into();
+            b
+        })
+        .unwrap();
+    std::fs::remove_dir_all(&run).unwrap();
+    drop(index);
+    Index::rebuild(dir.path()).unwrap();
+    let index = Index::open(dir.path()).unwrap();
+    assert_eq!(count(&index, "SELECT COUNT(*) FROM tasks WHERE run_id = 'run-b' AND domain = 'ai'"), 1);
 }
