@@ -143,7 +143,8 @@ pub enum TasksCommand {
     /// Vet tasks: schema, artifact, no leaked expected values, the oracle
     /// passes, nop fails, verdicts repeatable.
     Check(TasksCheckArgs),
-    /// Run the oracle N times and propose tolerances from the spread.
+    /// Run the oracle (and other correct deployments) N times each and
+    /// widen tolerances to the spread.
     Calibrate(TasksCalibrateArgs),
     /// Write a task skeleton that passes validation.
     New(TasksNewArgs),
@@ -173,16 +174,24 @@ pub struct TasksCheckArgs {
 pub struct TasksCalibrateArgs {
     /// A task directory, or a directory of tasks.
     pub dir: PathBuf,
-    /// Oracle runs per task (at least 2).
+    /// Runs per task of each deployment (at least 2).
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = whole_number)]
     pub runs: u32,
+    /// Another correct deployment, a setup script run as `script:PATH`
+    /// (repeatable); its values join the oracle's in the spread.
+    #[arg(long = "setup", value_name = "PATH")]
+    pub setups: Vec<PathBuf>,
+    /// Also narrow tolerances and ranges to the spread (by default they only
+    /// widen: the author's may be deliberate).
+    #[arg(long)]
+    pub tighten: bool,
     /// Write the proposed tolerances into verify/checks.toml.
     #[arg(long)]
     pub write: bool,
-    /// Oracle runs at once (default: 1).
+    /// Runs at once (default: 1).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = at_least_one::<usize>)]
     pub jobs: usize,
-    /// The environment backend that runs the oracle and nop (default: sandbox).
+    /// The environment backend that runs the deployments (default: sandbox).
     #[arg(long, default_value = cleanroom_env::BACKENDS[0])]
     pub backend: String,
 }

@@ -3,6 +3,7 @@
 
 mod args;
 mod calibrate_cmd;
+mod calibrate_edit;
 mod check_cmd;
 mod error;
 mod image_cmd;

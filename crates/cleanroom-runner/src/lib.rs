@@ -7,6 +7,7 @@
 
 mod artifacts;
 pub mod calibrate;
+pub mod calibrate_notation;
 mod classify;
 pub mod classify_tags;
 pub mod classify_trajectory;
