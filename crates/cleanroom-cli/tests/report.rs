@@ -124,8 +124,17 @@ fn report_on_a_nop_run_in_every_format() {
     assert!(csv.starts_with("run_id,task,agent,"), "{csv}");
     assert_eq!(csv.lines().count(), 3, "{csv}");
 
-    // Without its tasks the report goes on, without slices, and says why.
+    // Without its tasks the report slices by the metadata run.toml kept.
     std::fs::remove_dir_all(&tasks).unwrap();
+    let out = report(&runs, &[&run_id]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = String::from_utf8(out.stdout).unwrap();
+    assert!(md.contains("| Scientific"), "{md}");
+    // A run made before run.toml kept it goes on without slices, and says why.
+    let run_toml = run_dir.join("run.toml");
+    let config = std::fs::read_to_string(&run_toml).unwrap();
+    let older = &config[..config.find("[task_info").expect("run.toml keeps the task's metadata")];
+    std::fs::write(&run_toml, older).unwrap();
     let out = report(&runs, &[&run_id]);
     assert!(out.status.success(), "{}", text(&out));
     let md = String::from_utf8(out.stdout).unwrap();

@@ -75,14 +75,20 @@ pub fn render_run(run: &LoadedRun, filter: &Filter) -> String {
     progress(&mut o, run);
     trials(&mut o, run, filter);
     compare_links(&mut o, run);
-    o.push_str(&render_html_sections(&report, Some(&ViewLinks)));
+    if run.records.is_empty() {
+        o.push_str(
+            "<p class=\"explain\">No trial has finished yet: the tables appear with the first result.</p>\n",
+        );
+    } else {
+        o.push_str(&render_html_sections(&report, Some(&ViewLinks)));
+    }
     let refresh = (entry.state == RunState::Running).then_some(REFRESH_SECONDS);
     page(&format!("run {}", entry.run_id), &[(run_href(&entry.run_id), entry.run_id.clone())], &o, refresh)
 }
 
 fn progress(o: &mut String, run: &LoadedRun) {
     let entry = &run.entry;
-    let planned = entry.summary.as_ref().map_or(0, |s| s.planned);
+    let planned = entry.planned;
     let done = run.records.len();
     let last = run.records.iter().max_by(|a, b| a.finished_at.cmp(&b.finished_at));
     let last = last

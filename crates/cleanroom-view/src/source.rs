@@ -57,6 +57,9 @@ pub struct RunEntry {
     pub config: RunConfig,
     /// None before the first trial ended.
     pub summary: Option<Summary>,
+    /// Trials the run planned: its summary's count, or before the first
+    /// trial ended, its tasks × agents × trials from run.toml.
+    pub planned: usize,
     pub state: RunState,
 }
 
@@ -116,7 +119,10 @@ impl Library {
         } else {
             RunState::Stopped
         };
-        Ok(RunEntry { run_id: run_id.to_string(), config, summary, state })
+        let planned = summary
+            .as_ref()
+            .map_or(config.task_info.len() * config.agents.len() * config.trials as usize, |s| s.planned);
+        Ok(RunEntry { run_id: run_id.to_string(), config, summary, planned, state })
     }
 
     /// The run and its records, from the index when it has every trial the

@@ -57,6 +57,7 @@ pub fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 pub mod scripted_model;
+pub mod webdriver;
 
 /// The ordinary user the rootless tests run cleanroom as (made, with
 /// subordinate ids, by scripts/rootless-user.sh).
