@@ -80,13 +80,13 @@ fn report_on_a_nop_run_in_every_format() {
             "| by domain | nop |",
             "|---|---:|",
             "| **Overall** | 0/2 (0.0%) [0.0–65.8] |",
-            "| Scientific (1 task) | 0/2 (0.0%) [0.0–65.8] |",
+            "| scientific (1 task) | 0/2 (0.0%) [0.0–65.8] |",
             "| infra_error (outside n) | 0 |",
             "| skipped (outside n) | 0 |",
         ],
         "{md}"
     );
-    assert!(md.contains("| evil-title | Scientific | ✗✗ 0/2 |"), "{md}");
+    assert!(md.contains("| evil-title | scientific | ✗✗ 0/2 |"), "{md}");
     assert!(md.contains("| self_stop | 2 (100%) | 2 (100%) |"), "{md}");
     assert!(!md.chars().any(|c| c.is_control() && c != '\n'), "no escape sequence reaches the terminal");
 
@@ -129,7 +129,7 @@ fn report_on_a_nop_run_in_every_format() {
     let out = report(&runs, &[&run_id]);
     assert!(out.status.success(), "{}", text(&out));
     let md = String::from_utf8(out.stdout).unwrap();
-    assert!(md.contains("| Scientific"), "{md}");
+    assert!(md.contains("| scientific"), "{md}");
     // A run made before run.toml kept it goes on without slices, and says why.
     let run_toml = run_dir.join("run.toml");
     let config = std::fs::read_to_string(&run_toml).unwrap();
@@ -139,7 +139,7 @@ fn report_on_a_nop_run_in_every_format() {
     assert!(out.status.success(), "{}", text(&out));
     let md = String::from_utf8(out.stdout).unwrap();
     assert!(md.contains("> Note: task metadata could not be loaded"), "{md}");
-    assert!(!md.contains("| Scientific"), "{md}");
+    assert!(!md.contains("| scientific"), "{md}");
 
     // A run that is not there is bad input.
     let out = report(&runs, &["no-such-run"]);

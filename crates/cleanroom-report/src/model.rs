@@ -69,7 +69,7 @@ impl SliceBy {
     /// Labels in the order they are shown; others follow, sorted.
     fn known_order(self) -> &'static [&'static str] {
         match self {
-            SliceBy::Domain => &["AI/ML", "Systems", "Scientific"],
+            SliceBy::Domain => &["ai", "systems", "scientific"],
             SliceBy::Difficulty => &["easy", "medium", "hard"],
             SliceBy::Gpu => &["GPU", "no GPU"],
             SliceBy::Legacy => &["legacy", "not legacy"],
@@ -345,7 +345,8 @@ impl Report {
         let Some(info) = self.task(task) else { return vec![UNKNOWN_SLICE.to_string()] };
         let yes_no = |flag: bool, yes: &str, no: &str| vec![if flag { yes } else { no }.to_string()];
         match self.by {
-            SliceBy::Domain => vec![domain_label(&info.domain)],
+            // The task format's names, as every output and the index spell them.
+            SliceBy::Domain => vec![info.domain.clone()],
             SliceBy::Difficulty => vec![info.difficulty.clone()],
             SliceBy::Gpu => yes_no(info.gpu, "GPU", "no GPU"),
             SliceBy::Legacy => yes_no(info.legacy, "legacy", "not legacy"),
@@ -564,16 +565,6 @@ impl Outside<'_> {
                 format!("{} {agent} #{}", t.record.task, t.record.trial)
             })
             .collect()
-    }
-}
-
-/// DeployBench's names for the domains.
-pub fn domain_label(domain: &str) -> String {
-    match domain {
-        "ai" => "AI/ML".to_string(),
-        "systems" => "Systems".to_string(),
-        "scientific" => "Scientific".to_string(),
-        other => other.to_string(),
     }
 }
 

@@ -154,9 +154,9 @@ fn markdown_has_deploybench_table() {
         "| by domain | a | script-b-sh |",
         "|---|---:|---:|",
         "| **Overall** | 3/4 (75.0%) [30.1–95.4] | 2/5 (40.0%) [11.8–76.9] |",
-        "| AI/ML (2 tasks) | 3/3 (100.0%) [43.9–100.0] | 1/3 (33.3%) [6.1–79.2] |",
-        "| Systems (1 task) | 0/1 (0.0%) [0.0–79.3] | 1/1 (100.0%) [20.7–100.0] |",
-        "| Scientific (1 task) | - | 0/1 (0.0%) [0.0–79.3] |",
+        "| ai (2 tasks) | 3/3 (100.0%) [43.9–100.0] | 1/3 (33.3%) [6.1–79.2] |",
+        "| systems (1 task) | 0/1 (0.0%) [0.0–79.3] | 1/1 (100.0%) [20.7–100.0] |",
+        "| scientific (1 task) | - | 0/1 (0.0%) [0.0–79.3] |",
         "| infra_error (outside n) | 0 | 1 |",
         "| skipped (outside n) | 1 | 0 |",
     ];
@@ -234,10 +234,10 @@ fn markdown_failure_analysis_and_matrix() {
         [
             "| task | domain | a | script-b-sh |",
             "|---|---|---:|---:|",
-            "| t-ai-1 | AI/ML | ✓✓ 2/2 | ✗✓ 1/2 |",
-            "| t-ai-2 | AI/ML | ✓ | ✗ |",
-            "| t-sci | Scientific | S | ✗ |",
-            "| t-sys | Systems | ✗ | E✓ 1/1 |",
+            "| t-ai-1 | ai | ✓✓ 2/2 | ✗✓ 1/2 |",
+            "| t-ai-2 | ai | ✓ | ✗ |",
+            "| t-sci | scientific | S | ✗ |",
+            "| t-sys | systems | ✗ | E✓ 1/1 |",
         ]
     );
     let costs = table_lines(section(&md, "## Cost, tokens and time"));
@@ -336,7 +336,7 @@ fn json_has_a_row_per_trial_and_the_summary() {
     assert_eq!(s["agents"][0]["overall"]["passed"], 3);
     assert_eq!(s["agents"][0]["overall"]["n"], 4);
     assert_eq!(s["agents"][1]["counts"]["failed_by_class"]["self_stop"], 1);
-    assert_eq!(s["slices"][0]["label"], "AI/ML");
+    assert_eq!(s["slices"][0]["label"], "ai", "the task format's name, as each trial's domain");
     assert_eq!(s["comparisons"]["pairs"][0]["comparison"]["table"]["only_a"], 2);
     assert!(
         (s["comparisons"]["pairs"][0]["comparison"]["interval"]["lo"].as_f64().unwrap() + 0.58468).abs()
