@@ -51,6 +51,7 @@ use cleanroom_env::{
 
 use crate::access;
 use crate::checks::{self, CheckResult};
+use crate::outputs::Outputs;
 use crate::task::{CheckFile, Task, VerifySpec};
 use crate::verdict::{StepResult, StepStatus, Verdict};
 
@@ -103,7 +104,8 @@ pub const UNTRUSTED_VARIABLES: &[&str] = &[
 
 /// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
 /// and judges it. verify.log goes to `log` (write errors are ignored: the
-/// log never decides the verdict).
+/// log never decides the verdict), and what the steps wrote to
+/// `$CLEANROOM_OUT` to `outputs`, when given.
 /// `protected` are the artifact's protected files, sealed during the steps
 /// ([`protected_paths`]).
 pub fn run_pipeline(
@@ -112,8 +114,9 @@ pub fn run_pipeline(
     protected: &[String],
     cancel: &CancelToken,
     log: &mut dyn Write,
+    outputs: Option<&mut Outputs>,
 ) -> Result<Verdict, EnvError> {
-    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, cancel, log)
+    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, cancel, log, outputs)
 }
 
 /// The regular files of the original artifact (its staged manifest) that
@@ -161,8 +164,9 @@ impl<'a> Pipeline<'a> {
         env: &mut dyn Environment,
         cancel: &CancelToken,
         log: &mut dyn Write,
+        outputs: Option<&mut Outputs>,
     ) -> Result<Verdict, EnvError> {
-        self.run_with_clock(env, cancel, log, &SystemClock(Instant::now()))
+        self.run_with_clock(env, cancel, log, outputs, &SystemClock(Instant::now()))
     }
 
     fn run_with_clock(
@@ -170,6 +174,7 @@ impl<'a> Pipeline<'a> {
         env: &mut dyn Environment,
         cancel: &CancelToken,
         log: &mut dyn Write,
+        outputs: Option<&mut Outputs>,
         clock: &dyn Clock,
     ) -> Result<Verdict, EnvError> {
         let mut log = Log(log);
@@ -228,6 +233,18 @@ impl<'a> Pipeline<'a> {
                 result
             })
             .collect();
+        if let Some(outputs) = outputs {
+            *outputs = crate::outputs::collect(root, &ran.out_dir, cancel);
+            log.line(format_args!(
+                "== outputs: {} file(s) kept{}",
+                outputs.files.len(),
+                if outputs.left_out.is_empty() {
+                    String::new()
+                } else {
+                    format!("; left out: {}", outputs.left_out.join(", "))
+                }
+            ));
+        }
         let verdict = Verdict::new(ran.steps, checks);
         log.line(format_args!(
             "== verdict: {}, stage {}",
