@@ -56,11 +56,9 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
     interrupt::watch(cancel.clone());
     let run_input = setup.input(&tasks, &[], 1, args.jobs, &cancel);
     let scope = CheckScope { run: !args.no_run, substitutes: !args.no_substitutes };
-    let run_dir = if scope.run && !tasks.is_empty() {
-        Some(RunDir::create(&args.out, &format!("check-{}", new_run_id()))?)
-    } else {
-        None
-    };
+    // Made when the first trial ends, so a check that runs none leaves none.
+    let run_id = format!("check-{}", new_run_id());
+    let mut run_dir: Option<RunDir> = None;
     let mut unkept: Option<StoreError> = None;
     let checked = check_tasks(
         &run_input,
@@ -69,7 +67,16 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
             eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
         },
         &mut |record, files| {
-            if let (Some(dir), None) = (&run_dir, &unkept) {
+            if unkept.is_some() {
+                return;
+            }
+            if run_dir.is_none() {
+                match RunDir::create(&args.out, &run_id) {
+                    Ok(dir) => run_dir = Some(dir),
+                    Err(e) => unkept = Some(e),
+                }
+            }
+            if let Some(dir) = &run_dir {
                 unkept = dir.write_result(record, files).err();
             }
         },
