@@ -84,12 +84,13 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
     if cancel.is_cancelled() {
         return Err(CliError::Interrupted("(tasks check is not resumable: run it again)".into()));
     }
-    if let Some(e) = unkept {
-        return Err(e.into());
-    }
     rows.extend(checked);
     rows.sort_by(|a, b| a.task.cmp(&b.task));
     print!("{}", table(&rows, !args.no_run));
+    // The verdicts stand even when their files could not be kept.
+    if let Some(e) = unkept {
+        return Err(e.into());
+    }
     if let Some(dir) = &run_dir {
         print!("{}", faulted_trials(&rows, dir.path()));
         println!("the trials' files (agent.log, verify.log, ...) are in {}", dir.path().display());

@@ -11,6 +11,7 @@ use crate::args::TasksNewArgs;
 use crate::error::{input, internal, CliError};
 use crate::new_source::NewSource;
 
+/// `ARTIFACT` stands for the `[artifact]` table of the task's source.
 const TASK_TOML: &str = r#"schema_version = 1
 
 [task]
@@ -132,13 +133,17 @@ pub fn new(args: TasksNewArgs) -> Result<(), CliError> {
         write(&dir.join(rel), text, mode)?;
     }
     if let Err(e) = load_task(&dir) {
-        // A version the task format refuses is the user's to fix; the rest
-        // of the skeleton is ours and always loads.
         let _ = std::fs::remove_dir_all(&dir);
-        return Err(input(format!(
-            "--source {:?}: the new task does not validate (it was not kept): {e}",
-            args.source
-        )));
+        // A name or version the task format refuses is the user's to fix;
+        // the rest of the skeleton is ours and must load.
+        return Err(if source.is_dir() {
+            internal(format!("the new skeleton does not validate: {e}"))
+        } else {
+            input(format!(
+                "--source {:?}: the new task does not validate (it was not kept): {e}",
+                args.source
+            ))
+        });
     }
     println!("{}", dir.display());
     Ok(())
