@@ -226,6 +226,33 @@ mod tests {
         assert!(leaked_in("error about 0.0123 or 10.012345", &s).is_empty());
     }
 
+    /// The instruction of a task whose check expects 0.123456 within 1e-3.
+    fn instruction_findings(instruction: &str) -> Vec<String> {
+        let root = crate::testing::temp_dir("rounded-lint");
+        let dir = root.join("t");
+        crate::testing::task(&root, "t");
+        std::fs::write(dir.join("instruction.md"), instruction).unwrap();
+        let checks = "[[step]]\nname = \"s\"\nrun = \"true\"\n\n\
+                      [[check]]\nname = \"error\"\nfile = \"e.txt\"\nexpect = 0.123456\nabs_tol = 1e-3\n";
+        std::fs::write(dir.join("verify/checks.toml"), checks).unwrap();
+        let task = cleanroom_task::load_task(&dir).unwrap();
+        lint(&task, &dir.join("artifact")).into_iter().map(|f| f.message).collect()
+    }
+
+    #[test]
+    fn an_instruction_gives_away_a_rounded_value_once() {
+        assert_eq!(
+            instruction_findings("The error is about 0.1235 with 1000 samples.\n"),
+            ["instruction.md gives away a rounded expected value: 0.1235 (check `error`, expected 0.123456)"]
+        );
+        assert_eq!(
+            instruction_findings("The error is 0.123456, about 0.1235.\n"),
+            ["instruction.md gives away the expected value 0.123456 (check `error`)"],
+            "the exact value is told, not again rounded"
+        );
+        assert!(instruction_findings("Run Table 2 with 1000 samples and a step of 0.25.\n").is_empty());
+    }
+
     #[test]
     fn strings_leak_only_as_whole_tokens() {
         let s = vec![("digest".to_string(), Secret::Text("0252ff0a".to_string()))];
