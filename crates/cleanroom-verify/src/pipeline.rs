@@ -61,7 +61,8 @@ pub const READ_LIMIT: u64 = 64 << 20;
 /// `PATH` of every step.
 pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// Most `clean` removals listed per step in verify.log.
+/// Most `clean` removals listed per step in verify.log, and most outputs
+/// left out.
 const LOGGED_REMOVALS: usize = 20;
 
 /// How long the login shell that reports the deployment's environment may
@@ -235,15 +236,13 @@ impl<'a> Pipeline<'a> {
             .collect();
         if let Some(outputs) = outputs {
             *outputs = crate::outputs::collect(root, &ran.out_dir, cancel);
-            log.line(format_args!(
-                "== outputs: {} file(s) kept{}",
-                outputs.files.len(),
-                if outputs.left_out.is_empty() {
-                    String::new()
-                } else {
-                    format!("; left out: {}", outputs.left_out.join(", "))
-                }
-            ));
+            log.line(format_args!("== outputs: {} file(s) kept", outputs.files.len()));
+            for left in outputs.left_out.iter().take(LOGGED_REMOVALS) {
+                log.line(format_args!("left out: {left}"));
+            }
+            if outputs.left_out.len() > LOGGED_REMOVALS {
+                log.line(format_args!("left out: ... and {} more", outputs.left_out.len() - LOGGED_REMOVALS));
+            }
         }
         let verdict = Verdict::new(ran.steps, checks);
         log.line(format_args!(

@@ -296,6 +296,27 @@ fn steps_get_the_documented_environment() {
     assert_ne!(out, verify);
 }
 
+/// Only regular files of plain names are kept of what the steps wrote: a
+/// link is not followed, a dotfile is named as left out.
+#[test]
+fn outputs_keep_regular_files_and_name_what_they_leave_out() {
+    let mut f = fixture(|req, root| {
+        let out = host(root, var(req, "CLEANROOM_OUT"));
+        std::fs::create_dir_all(out.join("plots")).unwrap();
+        std::fs::write(out.join("plots/a.txt"), "a").unwrap();
+        std::fs::write(out.join(".hidden"), "h").unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", out.join("link")).unwrap();
+        Ok(exited(0, 1, ""))
+    });
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("s", Stage::Run, "write")], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    assert!(verdict.unwrap().passed, "{log}");
+    let kept: Vec<&str> = f.outputs.files.iter().map(|o| o.path.as_str()).collect();
+    assert_eq!(kept, ["plots/a.txt"]);
+    assert_eq!(f.outputs.left_out, [".hidden (a name the run directory does not take)"]);
+    assert!(log.contains("== outputs: 1 file(s) kept\nleft out: .hidden"), "{log}");
+}
+
 #[test]
 fn verify_files_but_checks_toml_are_copied_in_and_out_starts_empty() {
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
