@@ -10,7 +10,7 @@ use std::time::Instant;
 use cleanroom_env::CancelToken;
 use cleanroom_report::{escape_terminal, first_failure};
 use cleanroom_runner::{check_tasks, CheckScope, Severity, TaskCheck};
-use cleanroom_store::{make_out_dir, new_run_id, Outcome, RunDir, StoreError, TrialRecord};
+use cleanroom_store::{new_run_id, Outcome, RunDir, StoreError, TrialRecord};
 use cleanroom_task::{dir_name, load_task};
 
 use crate::args::TasksCheckArgs;
@@ -20,10 +20,6 @@ use crate::prepare::{self, ToolSetup};
 
 pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Result<(), CliError> {
     let started = Instant::now();
-    if !args.no_run {
-        // A bad --out is told before anything runs.
-        make_out_dir(&args.out)?;
-    }
     let mut rows: Vec<TaskCheck> = Vec::new();
     let mut tasks = Vec::new();
     for dir in prepare::task_dirs(&args.dirs)? {
@@ -56,7 +52,8 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
     interrupt::watch(cancel.clone());
     let run_input = setup.input(&tasks, &[], 1, args.jobs, &cancel);
     let scope = CheckScope { run: !args.no_run, substitutes: !args.no_substitutes };
-    // Made when the first trial ends, so a check that runs none leaves none.
+    // Made (with --out) when the first trial ends, so a check that runs
+    // none leaves nothing.
     let run_id = format!("check-{}", new_run_id());
     let mut run_dir: Option<RunDir> = None;
     let mut unkept: Option<StoreError> = None;
