@@ -168,6 +168,10 @@ pub struct TasksCheckArgs {
     /// The environment backend that runs the oracle and nop (default: sandbox).
     #[arg(long, default_value = cleanroom_env::BACKENDS[0])]
     pub backend: String,
+    /// Where the check's trials keep their files (agent.log, verify.log,
+    /// ...), in a directory `check-<id>` of their own (default: runs).
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -203,6 +207,15 @@ pub struct TasksNewArgs {
     /// Where to make it (default: the current directory).
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Where the artifact comes from: `dir` (the task's artifact/),
+    /// `pypi:NAME==VERSION`, `crate:NAME@VERSION` or
+    /// `debian:PACKAGE=VERSION` (fetched when the task runs).
+    #[arg(long, default_value = "dir")]
+    pub source: String,
+    /// Write the experiment's script and input into overlay/, laid over the
+    /// fetched artifact (with a registry --source).
+    #[arg(long)]
+    pub overlay: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -1,12 +1,16 @@
-//! `cleanroom tasks check`: a table, one row per task, then every finding;
-//! exit 2 when any task has an error.
+//! `cleanroom tasks check`: a table, one row per task, then every finding,
+//! then each trial that went otherwise than the check wants, with what
+//! failed and the log to read; exit 2 when any task has an error. The
+//! trials' files are kept in a run directory of the check's own,
+//! `<out>/check-<id>/trials/<task>/<agent-id>/1/`.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use cleanroom_env::CancelToken;
-use cleanroom_report::escape_terminal;
+use cleanroom_report::{escape_terminal, first_failure};
 use cleanroom_runner::{check_tasks, CheckScope, Severity, TaskCheck};
-use cleanroom_store::{Outcome, TrialRecord};
+use cleanroom_store::{new_run_id, Outcome, RunDir, StoreError, TrialRecord};
 use cleanroom_task::{dir_name, load_task};
 
 use crate::args::TasksCheckArgs;
@@ -38,6 +42,7 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
                     repeatable: None,
                     nop: None,
                     substitutes: Vec::new(),
+                    faulted: Vec::new(),
                 });
             }
         }
@@ -47,15 +52,46 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
     interrupt::watch(cancel.clone());
     let run_input = setup.input(&tasks, &[], 1, args.jobs, &cancel);
     let scope = CheckScope { run: !args.no_run, substitutes: !args.no_substitutes };
-    let checked = check_tasks(&run_input, scope, &mut |c| {
-        eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
-    });
+    // Made (with --out) when the first trial ends, so a check that runs
+    // none leaves nothing.
+    let run_id = format!("check-{}", new_run_id());
+    let mut run_dir: Option<RunDir> = None;
+    let mut unkept: Option<StoreError> = None;
+    let checked = check_tasks(
+        &run_input,
+        scope,
+        &mut |c| {
+            eprintln!("{} {}", if c.errors() == 0 { "ok   " } else { "ERROR" }, escape_terminal(&c.task))
+        },
+        &mut |record, files| {
+            if unkept.is_some() {
+                return;
+            }
+            if run_dir.is_none() {
+                match RunDir::create(&args.out, &run_id) {
+                    Ok(dir) => run_dir = Some(dir),
+                    Err(e) => unkept = Some(e),
+                }
+            }
+            if let Some(dir) = &run_dir {
+                unkept = dir.write_result(record, files).err();
+            }
+        },
+    );
     if cancel.is_cancelled() {
         return Err(CliError::Interrupted("(tasks check is not resumable: run it again)".into()));
     }
     rows.extend(checked);
     rows.sort_by(|a, b| a.task.cmp(&b.task));
     print!("{}", table(&rows, !args.no_run));
+    // The verdicts stand even when their files could not be kept.
+    if let Some(e) = unkept {
+        return Err(e.into());
+    }
+    if let Some(dir) = &run_dir {
+        print!("{}", faulted_trials(&rows, dir.path()));
+        println!("the trials' files (agent.log, verify.log, ...) are in {}", dir.path().display());
+    }
     let failing = rows.iter().filter(|r| r.errors() > 0).count();
     println!(
         "checked {} task(s) in {:.0}s: {} ok, {} with errors",
@@ -68,6 +104,39 @@ pub fn check(args: TasksCheckArgs, config_file: Option<&std::path::Path>) -> Res
         return Err(input(format!("{failing} task(s) failed the check")));
     }
     Ok(())
+}
+
+/// Each trial that went otherwise than the check wants: what failed in
+/// it (the step, with its exit code, or the check), and the log to read.
+fn faulted_trials(rows: &[TaskCheck], run_dir: &Path) -> String {
+    let mut out = String::new();
+    for row in rows {
+        for r in row.faulted_trials() {
+            let what = first_failure(r)
+                .or_else(|| r.error.as_deref().and_then(|e| e.lines().next()).map(str::to_string))
+                .unwrap_or_else(|| r.outcome.as_str().to_string());
+            out.push_str(&format!(
+                "  {} {}: {}: {}\n    log: {}\n",
+                escape_terminal(&r.task),
+                escape_terminal(&r.agent_id),
+                r.outcome.as_str(),
+                escape_terminal(&what),
+                log_of(run_dir, r).display()
+            ));
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("\ntrials that failed the check:\n{out}")
+}
+
+/// The file of a trial's directory that shows what went wrong: verify.log
+/// when the verifier ran, else agent.log, else the record itself.
+fn log_of(run_dir: &Path, r: &TrialRecord) -> PathBuf {
+    let dir = run_dir.join("trials").join(&r.task).join(&r.agent_id).join(r.trial.to_string());
+    let names = if r.verdict.is_some() { &["verify.log", "agent.log"][..] } else { &["agent.log"][..] };
+    names.iter().map(|n| dir.join(n)).find(|p| p.is_file()).unwrap_or_else(|| dir.join("result.json"))
 }
 
 fn trial_cell(record: &Option<TrialRecord>) -> String {

@@ -10,6 +10,7 @@ mod image_cmd;
 mod index_cmd;
 mod interrupt;
 mod new_cmd;
+mod new_source;
 mod prepare;
 mod report_cmd;
 mod reporter;

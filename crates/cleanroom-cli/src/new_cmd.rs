@@ -1,5 +1,7 @@
 //! `cleanroom tasks new ID`: a task skeleton that passes validation, with
-//! a comment at each place the author has to fill in.
+//! a comment at each place the author has to fill in. Its artifact is its
+//! own `artifact/`, or a registry's package (`--source`), with the
+//! experiment's script laid over it from `overlay/` (`--overlay`).
 
 use std::path::Path;
 
@@ -7,7 +9,9 @@ use cleanroom_task::{is_valid_task_id, load_task};
 
 use crate::args::TasksNewArgs;
 use crate::error::{input, internal, CliError};
+use crate::new_source::NewSource;
 
+/// `ARTIFACT` stands for the `[artifact]` table of the task's source.
 const TASK_TOML: &str = r#"schema_version = 1
 
 [task]
@@ -22,8 +26,7 @@ tags = []
 title = "PAPER TITLE"
 year = 2019
 
-[artifact]
-source = "dir"                 # the files in artifact/ (see docs/task-format.md for others)
+ARTIFACT
 
 [agent]
 timeout_sec = 3600             # from how long deploying it by hand took, with room
@@ -98,25 +101,50 @@ pub fn new(args: TasksNewArgs) -> Result<(), CliError> {
     if !is_valid_task_id(&args.id) {
         return Err(input(format!("task id `{}`: expected [a-z0-9][a-z0-9_.-]{{0,63}}", args.id)));
     }
+    let source = NewSource::parse(&args.source)?;
+    if args.overlay && source.is_dir() {
+        return Err(input(
+            "--overlay: the `dir` source's files are the task's own already; give a registry --source"
+                .to_string(),
+        ));
+    }
     let dir = args.dir.join(&args.id);
     if dir.exists() {
         return Err(input(format!("{}: already exists", dir.display())));
     }
-    let files: [(&str, &str, u32); 8] = [
-        ("task.toml", TASK_TOML, 0o644),
+    let task_toml = TASK_TOML.replace("ARTIFACT\n", &source.artifact_table());
+    let mut files: Vec<(&str, &str, u32)> = vec![
+        ("task.toml", &task_toml, 0o644),
         ("instruction.md", INSTRUCTION, 0o644),
         ("paper/paper.md", "# PAPER TITLE\n\nThe paper, or a summary of its experiment.\n", 0o644),
-        ("artifact/README.md", README, 0o644),
-        ("artifact/run.sh", RUN_SH, 0o755),
-        ("artifact/data/input.txt", "a\nb\nc\n", 0o644),
         ("solution/setup.sh", SETUP_SH, 0o755),
         ("verify/checks.toml", CHECKS_TOML, 0o644),
     ];
+    if source.is_dir() {
+        files.extend([
+            ("artifact/README.md", README, 0o644),
+            ("artifact/run.sh", RUN_SH, 0o755),
+            ("artifact/data/input.txt", "a\nb\nc\n", 0o644),
+        ]);
+    } else if args.overlay {
+        files.extend([("overlay/run.sh", RUN_SH, 0o755), ("overlay/data/input.txt", "a\nb\nc\n", 0o644)]);
+    }
     for (rel, text, mode) in files {
         write(&dir.join(rel), text, mode)?;
     }
-    // The skeleton must load; if it does not, that is a bug of ours.
-    load_task(&dir).map_err(|e| internal(format!("the new skeleton does not validate: {e}")))?;
+    if let Err(e) = load_task(&dir) {
+        let _ = std::fs::remove_dir_all(&dir);
+        // A name or version the task format refuses is the user's to fix;
+        // the rest of the skeleton is ours and must load.
+        return Err(if source.is_dir() {
+            internal(format!("the new skeleton does not validate: {e}"))
+        } else {
+            input(format!(
+                "--source {:?}: the new task does not validate (it was not kept): {e}",
+                args.source
+            ))
+        });
+    }
     println!("{}", dir.display());
     Ok(())
 }

@@ -75,7 +75,12 @@ fn tasks_check_runs_the_substitution_battery_and_names_what_passes() {
     let extra = "[substitutes]\ndebian = [\"bc\"]\nagents = [\"substitutes/touch.sh\"]\n";
     let task = make_task(&out, "weak", 3, extra);
     std::fs::write(task.join("substitutes/touch.sh"), "touch /opt/deployed\n").unwrap();
-    let output = cleanroom().args(["tasks", "check", "--jobs", "2"]).arg(&task).output().unwrap();
+    let output = cleanroom()
+        .args(["tasks", "check", "--jobs", "2", "--out"])
+        .arg(out.join("checks"))
+        .arg(&task)
+        .output()
+        .unwrap();
     let report = text(&output);
     assert_eq!(output.status.code(), Some(2), "{report}");
     assert!(row(&report, "weak").contains("1/3 failed"), "{report}");
@@ -92,7 +97,12 @@ fn tasks_check_runs_the_substitution_battery_and_names_what_passes() {
     let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
     std::fs::write(task.join("task.toml"), toml.replace("[\"data/**\"]", "[\"data/**\", \"count.sh\"]"))
         .unwrap();
-    let output = cleanroom().args(["tasks", "check", "--jobs", "2"]).arg(&task).output().unwrap();
+    let output = cleanroom()
+        .args(["tasks", "check", "--jobs", "2", "--out"])
+        .arg(out.join("checks"))
+        .arg(&task)
+        .output()
+        .unwrap();
     let report = text(&output);
     assert!(output.status.success(), "{report}");
     assert!(row(&report, "fit").contains("2/2 failed"), "{report}");
@@ -110,7 +120,12 @@ fn tasks_check_runs_the_substitution_battery_and_names_what_passes() {
         ),
         "{report}"
     );
-    let skipped = cleanroom().args(["tasks", "check", "--no-substitutes"]).arg(&task).output().unwrap();
+    let skipped = cleanroom()
+        .args(["tasks", "check", "--no-substitutes", "--out"])
+        .arg(out.join("checks"))
+        .arg(&task)
+        .output()
+        .unwrap();
     assert!(skipped.status.success() && row(&text(&skipped), "fit").contains(" - "), "{}", text(&skipped));
 }
 
@@ -126,7 +141,12 @@ fn a_negative_control_fails_its_oracle_and_a_forged_pass_is_flagged_and_not_coun
                  [substitutes]\nreplay = false\n";
     make_task(&tasks, "control", 4, extra);
     make_task(&tasks, "honest", 3, "[substitutes]\nreplay = false\n");
-    let check = cleanroom().args(["tasks", "check", "--jobs", "2"]).arg(&tasks).output().unwrap();
+    let check = cleanroom()
+        .args(["tasks", "check", "--jobs", "2", "--out"])
+        .arg(out.join("checks"))
+        .arg(&tasks)
+        .output()
+        .unwrap();
     assert!(check.status.success(), "{}", text(&check));
     assert!(row(&text(&check), "control").starts_with("control  failed (self_stop)"), "{}", text(&check));
 

@@ -909,8 +909,12 @@ fn ssh_hosts_come_from_the_configuration() {
 
 #[test]
 fn tasks_check_vets_the_examples() {
-    let output =
-        cleanroom().args(["tasks", "check", &fixtures("examples/tasks"), "--jobs", "2"]).output().unwrap();
+    let out = temp_out("check-examples");
+    let output = cleanroom()
+        .args(["tasks", "check", &fixtures("examples/tasks"), "--jobs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
     let report = text(&output);
     assert!(output.status.success(), "{report}");
     for id in ["fd-anharmonic", "rff-ridge", "sir-network-final-size"] {
@@ -948,7 +952,8 @@ fn tasks_check_catches_a_leaky_task_that_nop_passes() {
     let secret = "#!/bin/bash\n# the reference deployment, long enough to be recognised as a copy\ntouch /opt/deployed\n";
     std::fs::write(task.join("solution/setup.sh"), secret).unwrap();
     std::fs::write(task.join("artifact/setup-notes.sh"), secret).unwrap();
-    let output = cleanroom().args(["tasks", "check"]).arg(&task).output().unwrap();
+    let output =
+        cleanroom().args(["tasks", "check", "--out"]).arg(out.join("runs")).arg(&task).output().unwrap();
     let report = text(&output);
     assert_eq!(output.status.code(), Some(2), "{report}");
     assert!(report.contains("instruction.md gives away the expected value 0.012345"), "{report}");
@@ -963,12 +968,110 @@ fn tasks_new_makes_a_task_that_passes_its_check() {
     let out = temp_out("new");
     let made = cleanroom().args(["tasks", "new", "my-task", "--dir"]).arg(&out).output().unwrap();
     assert!(made.status.success(), "{}", text(&made));
-    let check = cleanroom().args(["tasks", "check"]).arg(out.join("my-task")).output().unwrap();
+    let check = cleanroom()
+        .args(["tasks", "check", "--out"])
+        .arg(out.join("runs"))
+        .arg(out.join("my-task"))
+        .output()
+        .unwrap();
     assert!(check.status.success(), "{}", text(&check));
     let again = cleanroom().args(["tasks", "new", "my-task", "--dir"]).arg(&out).output().unwrap();
     assert_eq!(again.status.code(), Some(2), "an existing task is not overwritten");
     let bad = cleanroom().args(["tasks", "new", "Bad Id", "--dir"]).arg(&out).output().unwrap();
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// A verify step that fails: `tasks check` names it with its exit code and
+/// the log to read, and keeps the trial's files, what the step wrote to
+/// CLEANROOM_OUT included.
+#[test]
+fn tasks_check_names_the_failed_step_its_exit_code_and_its_log() {
+    let out = temp_out("check-failed-step");
+    make_class_task(&out, "broken", "");
+    let task = out.join("broken");
+    let checks = "[[step]]\nname = \"count\"\nrun = \"echo partial > $CLEANROOM_OUT/partial.txt; echo counting went wrong; exit 7\"\n\n\
+                  [[check]]\nname = \"lines\"\nfile = \"n.txt\"\nregex = '(\\d+)'\nexpect = 3\n";
+    std::fs::write(task.join("verify/checks.toml"), checks).unwrap();
+    let runs = out.join("runs");
+    let output = cleanroom()
+        .args(["tasks", "check", "--no-substitutes", "--out"])
+        .arg(&runs)
+        .arg(&task)
+        .output()
+        .unwrap();
+    let report = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{report}");
+    assert!(report.contains("broken oracle: failed: run step count exited 7"), "{report}");
+    let log = report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("log: "))
+        .unwrap_or_else(|| panic!("no log path: {report}"));
+    let log = Path::new(log);
+    assert!(log.ends_with("trials/broken/oracle/1/verify.log") && log.starts_with(&runs), "{report}");
+    assert!(std::fs::read_to_string(log).unwrap().contains("counting went wrong"), "{report}");
+    let outputs = log.parent().unwrap().join("outputs/partial.txt");
+    assert_eq!(std::fs::read_to_string(outputs).unwrap(), "partial\n", "what the step wrote is kept");
+    assert!(log.with_file_name("agent.log").is_file());
+}
+
+/// `tasks new` with a registry source: a skeleton that loads, its
+/// experiment in overlay/ when asked; a source the format refuses is bad
+/// input and leaves nothing.
+#[test]
+fn tasks_new_makes_registry_skeletons_that_load() {
+    let out = temp_out("new-registry");
+    for (id, source) in
+        [("deap-gp", "pypi:deap==1.3.3"), ("itoa-fmt", "crate:itoa@0.4.8"), ("sl-anim", "debian:sl=5.02-1")]
+    {
+        let made =
+            cleanroom().args(["tasks", "new", id, "--source", source, "--dir"]).arg(&out).output().unwrap();
+        assert!(made.status.success(), "{source}: {}", text(&made));
+    }
+    let overlay = cleanroom()
+        .args(["tasks", "new", "deap-overlay", "--source", "pypi:deap==1.3.3", "--overlay", "--dir"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(overlay.status.success(), "{}", text(&overlay));
+    assert!(out.join("deap-overlay/overlay/run.sh").is_file() && !out.join("deap-overlay/artifact").exists());
+    let list = cleanroom().args(["tasks", "list", "--format", "json"]).arg(&out).output().unwrap();
+    assert!(list.status.success(), "{}", text(&list));
+    let listed = text(&list);
+    for source in ["pypi-sdist", "crate", "debian-source"] {
+        assert!(listed.contains(source), "{source}: {listed}");
+    }
+    for (source, overlay) in [("crate:itoa@1.0", false), ("pypi:deap", false), ("dir", true)] {
+        let mut cmd = cleanroom();
+        cmd.args(["tasks", "new", "refused", "--source", source, "--dir"]).arg(&out);
+        if overlay {
+            cmd.arg("--overlay");
+        }
+        let bad = cmd.output().unwrap();
+        assert_eq!(bad.status.code(), Some(2), "{source}: {}", text(&bad));
+        assert!(!out.join("refused").exists(), "{source}: nothing is left");
+    }
+}
+
+/// An expected value written rounded, within its check's tolerance, is a
+/// leak as much as the exact one; an unrelated number is not.
+#[test]
+fn tasks_check_finds_a_rounded_expected_value_in_the_instruction() {
+    let out = temp_out("rounded-leak");
+    make_class_task(&out, "rounded", "");
+    let task = out.join("rounded");
+    let checks = "[[step]]\nname = \"s\"\nrun = \"true\"\n\n\
+                  [[check]]\nname = \"error\"\nfile = \"e.txt\"\nexpect = 0.123456\nabs_tol = 1e-3\n";
+    std::fs::write(task.join("verify/checks.toml"), checks).unwrap();
+    let check = |instruction: &str| {
+        std::fs::write(task.join("instruction.md"), instruction).unwrap();
+        cleanroom().args(["tasks", "check", "--no-run"]).arg(&task).output().unwrap()
+    };
+    let leaky = check("Run Table 2 with 1000 samples; the error comes out at about 0.1235.\n");
+    let report = text(&leaky);
+    assert_eq!(leaky.status.code(), Some(2), "{report}");
+    assert!(report.contains("gives away a rounded expected value: 0.1235 (check `error`"), "{report}");
+    let clean = check("Run Table 2 with 1000 samples and a step of 0.25.\n");
+    assert!(clean.status.success(), "{}", text(&clean));
 }
 
 #[test]

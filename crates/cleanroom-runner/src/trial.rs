@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
 use cleanroom_env::{EnvDiff, EnvError, EnvSpec, Globs, GpuDriver, Needs, Network, PhaseOptions, WalkLimits};
-use cleanroom_store::{ChangeCounts, Outcome, TrialRecord};
+use cleanroom_store::{ChangeCounts, Outcome, TrialRecord, OUTPUTS_DIR};
 use cleanroom_task::Task;
-use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Verdict};
+use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Outputs, Verdict};
 
 use crate::classify::classify;
 use crate::env_diff;
@@ -173,8 +173,12 @@ fn run(
 
     let mut verify_log = Vec::new();
     let sealed = protected_paths(dest, &staged.manifest, &protected);
-    let verdict = run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut verify_log);
+    let mut outputs = Outputs::default();
+    let verdict =
+        run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut verify_log, Some(&mut outputs));
     files.push(file("verify.log", verify_log));
+    // What the steps wrote, for the task's author (outputs/ of the trial).
+    files.extend(outputs.files.into_iter().map(|o| file(&format!("{OUTPUTS_DIR}/{}", o.path), o.bytes)));
     let verdict = match verdict {
         Ok(verdict) => Some(verdict),
         // The agent filled its disk: the verifier could not even be copied
@@ -192,7 +196,7 @@ fn run(
     };
     record.timings.verify = verify_started.elapsed().as_secs_f64();
     if let Some(second) = repeat.as_mut() {
-        *second = run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut Vec::new())
+        *second = run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut Vec::new(), None)
             .map_err(|e| e.to_string());
     }
     env.destroy()?;

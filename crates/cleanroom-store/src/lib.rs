@@ -27,7 +27,9 @@ pub use record::{
 };
 pub use remote_attempt::{in_flight, InFlight, RemoteAttempt};
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
-pub use run_dir::{make_out_dir, new_run_id, read_results, read_run_config, RunDir, TrialFile, RESULT_FILE};
+pub use run_dir::{
+    make_out_dir, new_run_id, read_results, read_run_config, RunDir, TrialFile, OUTPUTS_DIR, RESULT_FILE,
+};
 pub use summary::{AgentSummary, Counts, Summary};
 pub use task_info::TaskInfo;
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::atomic::write_atomic;
 use crate::error::StoreError;
 use crate::record::TrialRecord;
-use crate::run_dir::{check_name, read_record, write_json, TrialFile};
+use crate::run_dir::{check_name, read_record, trial_file_path, write_json, TrialFile};
 
 const ATTEMPTS_DIR: &str = "slurm/attempts";
 const PHASE_FILE: &str = "phase";
@@ -112,8 +112,7 @@ impl RemoteAttempt {
         let dir = self.dir.join(FILES_DIR);
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
         for f in files {
-            check_name("file name", &f.name)?;
-            write_atomic(&dir.join(&f.name), &f.bytes)?;
+            write_atomic(&trial_file_path(&dir, &f.name)?, &f.bytes)?;
         }
         write_json(&self.dir.join(RECORD_FILE), record)
     }
@@ -131,15 +130,7 @@ impl RemoteAttempt {
         let record = read_record(&self.dir.join(RECORD_FILE))?;
         let dir = self.dir.join(FILES_DIR);
         let mut files = Vec::new();
-        for entry in fs::read_dir(&dir).map_err(|e| StoreError::io("read directory", &dir, e))?.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            // What a write cut off left (write_atomic's temporary files).
-            if name.starts_with('.') {
-                continue;
-            }
-            let bytes = fs::read(entry.path()).map_err(|e| StoreError::io("read", entry.path(), e))?;
-            files.push(TrialFile { name, bytes });
-        }
+        read_files(&dir, "", &mut files)?;
         files.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Some((record, files)))
     }
@@ -148,4 +139,23 @@ impl RemoteAttempt {
     pub fn remove(&self) {
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The files under `dir`, named by their path below the files' top
+/// (`prefix`): `outputs/` is the one directory among them.
+fn read_files(dir: &Path, prefix: &str, files: &mut Vec<TrialFile>) -> Result<(), StoreError> {
+    for entry in fs::read_dir(dir).map_err(|e| StoreError::io("read directory", dir, e))?.flatten() {
+        let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+        // What a write cut off left (write_atomic's temporary files).
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            read_files(&entry.path(), &format!("{name}/"), files)?;
+            continue;
+        }
+        let bytes = fs::read(entry.path()).map_err(|e| StoreError::io("read", entry.path(), e))?;
+        files.push(TrialFile { name, bytes });
+    }
+    Ok(())
 }

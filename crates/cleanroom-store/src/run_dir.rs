@@ -33,9 +33,12 @@ pub const RESULT_FILE: &str = "result.json";
 const RUN_CONFIG_FILE: &str = "run.toml";
 const SUMMARY_FILE: &str = "summary.json";
 const TRIALS_DIR: &str = "trials";
+/// The directory of a trial's files that holds what the verify steps wrote
+/// to `$CLEANROOM_OUT`, by their paths there.
+pub const OUTPUTS_DIR: &str = "outputs";
 
 /// A file of a trial's directory (agent.log, verify.log, changes.txt,
-/// env-diff.txt, trajectory.json), as the runner made it.
+/// env-diff.txt, trajectory.json, `outputs/<path>`), as the runner made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrialFile {
     pub name: String,
@@ -267,17 +270,35 @@ fn attempt_number(name: &str) -> Option<u32> {
 }
 
 /// Writes a trial's files into `dir`, refusing the store's own names and
-/// anything that is not a plain file name.
+/// anything that is not a plain file name or a path under `outputs/`.
 fn write_files(dir: &Path, files: &[TrialFile]) -> Result<(), StoreError> {
     for f in files {
-        check_name("file name", &f.name)?;
         if is_record_name(&f.name) {
             return Err(StoreError::ReservedName { dir: dir.to_path_buf(), name: f.name.clone() });
         }
-        let path = dir.join(&f.name);
+        let path = trial_file_path(dir, &f.name)?;
         fs::write(&path, &f.bytes).map_err(|e| StoreError::io("write", path, e))?;
     }
     Ok(())
+}
+
+/// Where the trial file `name` goes in `dir`: a plain name, or `outputs/`
+/// and a relative path of plain names, whose directories are made.
+pub(crate) fn trial_file_path(dir: &Path, name: &str) -> Result<PathBuf, StoreError> {
+    let Some(rel) = name.strip_prefix(OUTPUTS_DIR).and_then(|r| r.strip_prefix('/')) else {
+        check_name("file name", name)?;
+        return Ok(dir.join(name));
+    };
+    let mut path = dir.join(OUTPUTS_DIR);
+    for part in rel.split('/') {
+        check_name("file name", part)
+            .map_err(|_| StoreError::BadName { what: "file name", name: name.into() })?;
+        path.push(part);
+    }
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(|e| StoreError::io("create directory", parent, e))?;
+    }
+    Ok(path)
 }
 
 /// Removes what an attempt that a kill cut off before its record left in
@@ -291,7 +312,9 @@ fn remove_unrecorded(dir: &Path) -> Result<(), StoreError> {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
         let is_dir = entry.file_type().map_err(|e| StoreError::io("stat", &path, e))?.is_dir();
-        let removed = if is_dir {
+        let removed = if is_dir && name == OUTPUTS_DIR {
+            fs::remove_dir_all(&path)
+        } else if is_dir {
             match attempt_number(&name) {
                 Some(k) if !name.ends_with(".json") && !dir.join(attempt_file(k)).exists() => {
                     fs::remove_dir_all(&path)

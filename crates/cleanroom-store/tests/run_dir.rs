@@ -252,12 +252,30 @@ fn trial_files_take_no_record_name_and_no_path() {
         let err = run.write_result(&record("t", "nop", 1), &[file(name, "{}")]).unwrap_err();
         assert!(matches!(err, StoreError::ReservedName { .. }), "{err}");
     }
-    for name in ["../result.json", "logs/agent.log", "", ".lock"] {
+    for name in ["../result.json", "logs/agent.log", "", ".lock", "outputs/../x", "outputs/a//b", "outputs/"]
+    {
         let err = run.write_attempt(&attempt(1, 1), &[file(name, "x")]).unwrap_err();
         assert!(matches!(err, StoreError::BadName { .. }), "{name:?}: {err}");
     }
     let dir = run.path().join("trials/t/nop/1");
     assert!(!dir.join("result.json").exists() && !dir.join("attempt-1.json").exists());
+}
+
+/// What the verify steps wrote is kept under outputs/ by its own paths; a
+/// killed attempt's outputs are not mistaken for the final one's.
+#[test]
+fn outputs_are_kept_by_their_paths() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = RunDir::create(tmp.path(), "r1").unwrap();
+    let dir = run.path().join("trials/t/nop/1");
+    fs::create_dir_all(dir.join("outputs/old")).unwrap();
+    fs::write(dir.join("outputs/old/cut-off.csv"), "x").unwrap();
+    let files =
+        [file("verify.log", "ok\n"), file("outputs/table2.csv", "n,err\n"), file("outputs/plots/a.txt", "a")];
+    run.write_result(&record("t", "nop", 1), &files).unwrap();
+    assert_eq!(fs::read_to_string(dir.join("outputs/table2.csv")).unwrap(), "n,err\n");
+    assert_eq!(fs::read_to_string(dir.join("outputs/plots/a.txt")).unwrap(), "a");
+    assert!(!dir.join("outputs/old").exists(), "what a killed attempt left is gone");
 }
 
 #[test]
@@ -365,6 +383,7 @@ fn a_remote_attempt_reports_its_phase_then_its_record_and_files() {
         Some(ExecutorRecord { name: "slurm".into(), job_id: "12_3".into(), node: "crnode2".into() });
     let files = vec![
         TrialFile { name: "agent.log".into(), bytes: b"ran\n".to_vec() },
+        TrialFile { name: "outputs/plots/a.txt".into(), bytes: b"a\n".to_vec() },
         TrialFile { name: "verify.log".into(), bytes: b"checked\n".to_vec() },
     ];
     report.write_outcome(&rec, &files).unwrap();

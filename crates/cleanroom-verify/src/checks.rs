@@ -191,7 +191,7 @@ fn compare(compare: &Comparison, value: &Value) -> (bool, String) {
 /// of the operands, so that decimal edges hold as written: 0.4 is within 0.1
 /// of 0.3 although 0.4 - 0.3 is 0.10000000000000003 in binary. Infinities
 /// pass only by equality.
-fn within(obs: f64, expect: f64, abs_tol: Option<f64>, rel_tol: Option<f64>) -> bool {
+pub fn within(obs: f64, expect: f64, abs_tol: Option<f64>, rel_tol: Option<f64>) -> bool {
     if obs.is_nan() || expect.is_nan() {
         return false;
     }

@@ -51,6 +51,7 @@ use cleanroom_env::{
 
 use crate::access;
 use crate::checks::{self, CheckResult};
+use crate::outputs::Outputs;
 use crate::task::{CheckFile, Task, VerifySpec};
 use crate::verdict::{StepResult, StepStatus, Verdict};
 
@@ -60,7 +61,8 @@ pub const READ_LIMIT: u64 = 64 << 20;
 /// `PATH` of every step.
 pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-/// Most `clean` removals listed per step in verify.log.
+/// Most `clean` removals listed per step in verify.log, and most outputs
+/// left out.
 const LOGGED_REMOVALS: usize = 20;
 
 /// How long the login shell that reports the deployment's environment may
@@ -103,7 +105,8 @@ pub const UNTRUSTED_VARIABLES: &[&str] = &[
 
 /// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
 /// and judges it. verify.log goes to `log` (write errors are ignored: the
-/// log never decides the verdict).
+/// log never decides the verdict), and what the steps wrote to
+/// `$CLEANROOM_OUT` to `outputs`, when given.
 /// `protected` are the artifact's protected files, sealed during the steps
 /// ([`protected_paths`]).
 pub fn run_pipeline(
@@ -112,8 +115,9 @@ pub fn run_pipeline(
     protected: &[String],
     cancel: &CancelToken,
     log: &mut dyn Write,
+    outputs: Option<&mut Outputs>,
 ) -> Result<Verdict, EnvError> {
-    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, cancel, log)
+    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, cancel, log, outputs)
 }
 
 /// The regular files of the original artifact (its staged manifest) that
@@ -161,8 +165,9 @@ impl<'a> Pipeline<'a> {
         env: &mut dyn Environment,
         cancel: &CancelToken,
         log: &mut dyn Write,
+        outputs: Option<&mut Outputs>,
     ) -> Result<Verdict, EnvError> {
-        self.run_with_clock(env, cancel, log, &SystemClock(Instant::now()))
+        self.run_with_clock(env, cancel, log, outputs, &SystemClock(Instant::now()))
     }
 
     fn run_with_clock(
@@ -170,6 +175,7 @@ impl<'a> Pipeline<'a> {
         env: &mut dyn Environment,
         cancel: &CancelToken,
         log: &mut dyn Write,
+        outputs: Option<&mut Outputs>,
         clock: &dyn Clock,
     ) -> Result<Verdict, EnvError> {
         let mut log = Log(log);
@@ -228,6 +234,16 @@ impl<'a> Pipeline<'a> {
                 result
             })
             .collect();
+        if let Some(outputs) = outputs {
+            *outputs = crate::outputs::collect(root, &ran.out_dir, cancel);
+            log.line(format_args!("== outputs: {} file(s) kept", outputs.files.len()));
+            for left in outputs.left_out.iter().take(LOGGED_REMOVALS) {
+                log.line(format_args!("left out: {left}"));
+            }
+            if outputs.left_out.len() > LOGGED_REMOVALS {
+                log.line(format_args!("left out: ... and {} more", outputs.left_out.len() - LOGGED_REMOVALS));
+            }
+        }
         let verdict = Verdict::new(ran.steps, checks);
         log.line(format_args!(
             "== verdict: {}, stage {}",

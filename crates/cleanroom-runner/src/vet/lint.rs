@@ -1,6 +1,7 @@
 //! What `tasks check` finds without running anything: expected values of
-//! checks.toml that leak into instruction.md (an error: the agent would read
-//! the answer) or into the artifact (a warning: maybe a coincidence), and
+//! checks.toml that leak into instruction.md, exactly or rounded within the
+//! check's tolerance (an error: the agent would read the answer), or into
+//! the artifact (a warning: maybe a coincidence), and
 //! files of verify/ or solution/ copied into the artifact (an error).
 
 use std::collections::HashMap;
@@ -8,6 +9,8 @@ use std::path::Path;
 
 use cleanroom_task::{Comparison, Task};
 use sha2::{Digest, Sha256};
+
+use super::rounded;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Severity {
@@ -90,7 +93,8 @@ fn contains_token(text: &str, needle: &str) -> bool {
     })
 }
 
-fn leaked_in(text: &str, secrets: &[(String, Secret)]) -> Vec<String> {
+/// The secrets that `text` gives away, each with the name of its check.
+fn leaked_in<'a>(text: &str, secrets: &'a [(String, Secret)]) -> Vec<(&'a str, String)> {
     secrets
         .iter()
         .filter(|(_, secret)| match secret {
@@ -98,8 +102,8 @@ fn leaked_in(text: &str, secrets: &[(String, Secret)]) -> Vec<String> {
             Secret::Text(s) => contains_token(text, s),
         })
         .map(|(check, secret)| match secret {
-            Secret::Number(n) => format!("{n} (check `{check}`)"),
-            Secret::Text(s) => format!("\"{s}\" (check `{check}`)"),
+            Secret::Number(n) => (check.as_str(), format!("{n} (check `{check}`)")),
+            Secret::Text(s) => (check.as_str(), format!("\"{s}\" (check `{check}`)")),
         })
         .collect()
 }
@@ -133,10 +137,20 @@ fn sha256(path: &Path) -> Option<String> {
 pub fn lint(task: &Task, artifact: &Path) -> Vec<Finding> {
     let mut findings = Vec::new();
     let secrets = secrets(task);
-    for leak in leaked_in(&task.instruction, &secrets) {
+    let exact = leaked_in(&task.instruction, &secrets);
+    for (_, leak) in &exact {
         findings.push(Finding {
             severity: Severity::Error,
             message: format!("instruction.md gives away the expected value {leak}"),
+        });
+    }
+    // A check already given away exactly is not told twice.
+    let mut tolerated = rounded::tolerated(task);
+    tolerated.retain(|t| !exact.iter().any(|(check, _)| *check == t.check));
+    for leak in rounded::rounded_in(tokens(&task.instruction), &tolerated) {
+        findings.push(Finding {
+            severity: Severity::Error,
+            message: format!("instruction.md gives away a rounded expected value: {leak}"),
         });
     }
     for (i, m) in task.verify.mutations.iter().enumerate() {
@@ -154,7 +168,7 @@ pub fn lint(task: &Task, artifact: &Path) -> Vec<Finding> {
     for (rel, path) in &artifact_files {
         if std::fs::metadata(path).is_ok_and(|m| m.len() <= MAX_SCANNED) {
             let text = String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
-            for leak in leaked_in(&text, &secrets) {
+            for (_, leak) in leaked_in(&text, &secrets) {
                 findings.push(Finding {
                     severity: Severity::Warning,
                     message: format!("artifact file {rel} contains the expected value {leak}"),
@@ -210,6 +224,33 @@ mod tests {
         assert_eq!(leaked_in("the error was 0.012345.", &s).len(), 1);
         assert_eq!(leaked_in("error: 1.2345e-2", &s).len(), 1);
         assert!(leaked_in("error about 0.0123 or 10.012345", &s).is_empty());
+    }
+
+    /// The instruction of a task whose check expects 0.123456 within 1e-3.
+    fn instruction_findings(instruction: &str) -> Vec<String> {
+        let root = crate::testing::temp_dir("rounded-lint");
+        let dir = root.join("t");
+        crate::testing::task(&root, "t");
+        std::fs::write(dir.join("instruction.md"), instruction).unwrap();
+        let checks = "[[step]]\nname = \"s\"\nrun = \"true\"\n\n\
+                      [[check]]\nname = \"error\"\nfile = \"e.txt\"\nexpect = 0.123456\nabs_tol = 1e-3\n";
+        std::fs::write(dir.join("verify/checks.toml"), checks).unwrap();
+        let task = cleanroom_task::load_task(&dir).unwrap();
+        lint(&task, &dir.join("artifact")).into_iter().map(|f| f.message).collect()
+    }
+
+    #[test]
+    fn an_instruction_gives_away_a_rounded_value_once() {
+        assert_eq!(
+            instruction_findings("The error is about 0.1235 with 1000 samples.\n"),
+            ["instruction.md gives away a rounded expected value: 0.1235 (check `error`, expected 0.123456)"]
+        );
+        assert_eq!(
+            instruction_findings("The error is 0.123456, about 0.1235.\n"),
+            ["instruction.md gives away the expected value 0.123456 (check `error`)"],
+            "the exact value is told, not again rounded"
+        );
+        assert!(instruction_findings("Run Table 2 with 1000 samples and a step of 0.25.\n").is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! skip deploying the artifact) fails.
 
 mod lint;
+mod rounded;
 
 pub use lint::{Finding, Severity};
 
@@ -14,9 +15,9 @@ use std::convert::Infallible;
 use cleanroom_agent::AgentSpec;
 use cleanroom_store::{agent_ids, Outcome, TrialRecord};
 use cleanroom_task::{Substitute, Task};
-use cleanroom_verify::Verdict;
+use cleanroom_verify::{StepStatus, Verdict};
 
-use crate::event::{EventKind, Todo, TrialKey};
+use crate::event::{EventKind, Todo, TrialFile, TrialKey};
 use crate::plan::Plan;
 use crate::{AgentEntry, RunInput};
 
@@ -35,6 +36,10 @@ pub struct TaskCheck {
     pub nop: Option<TrialRecord>,
     /// The substitution battery's trials, by the substitute's label.
     pub substitutes: Vec<(String, TrialRecord)>,
+    /// The agent ids of the trials that went otherwise than the check
+    /// wants (an oracle that fails, a substitute that passes), so that the
+    /// author is shown their logs.
+    pub faulted: Vec<String>,
 }
 
 impl TaskCheck {
@@ -44,6 +49,20 @@ impl TaskCheck {
 
     fn error(&mut self, message: String) {
         self.findings.push(Finding { severity: Severity::Error, message });
+    }
+
+    /// An error about the trial of `agent_id`.
+    fn fault(&mut self, agent_id: &str, message: String) {
+        self.error(message);
+        if !self.faulted.iter().any(|id| id == agent_id) {
+            self.faulted.push(agent_id.to_string());
+        }
+    }
+
+    /// The records of the faulted trials, in the order they were judged.
+    pub fn faulted_trials(&self) -> Vec<&TrialRecord> {
+        let all = self.oracle.iter().chain(&self.nop).chain(self.substitutes.iter().map(|(_, r)| r));
+        all.filter(|r| self.faulted.contains(&r.agent_id)).collect()
     }
 }
 
@@ -61,8 +80,14 @@ pub struct CheckScope {
 /// environment gets its trials: the oracle's (verified twice), nop's and,
 /// with `scope.substitutes`, one per agent of its battery, run by the
 /// runner `input.jobs` at a time, one attempt each. `done` hears of each
-/// task as its check is complete.
-pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&TaskCheck)) -> Vec<TaskCheck> {
+/// task as its check is complete; `finished` of each trial as it ends, with
+/// its files, for the caller to keep.
+pub fn check_tasks(
+    input: &RunInput,
+    scope: CheckScope,
+    done: &mut dyn FnMut(&TaskCheck),
+    finished: &mut dyn FnMut(&TrialRecord, &[TrialFile]),
+) -> Vec<TaskCheck> {
     let mut checks: Vec<TaskCheck> = input.tasks.iter().map(|task| lint_task(input, task)).collect();
     let batteries: Vec<Vec<Substitute>> = checks
         .iter_mut()
@@ -125,7 +150,8 @@ pub fn check_tasks(input: &RunInput, scope: CheckScope, done: &mut dyn FnMut(&Ta
     type Finished = (TrialRecord, Option<Result<Verdict, String>>);
     let mut waiting: HashMap<String, HashMap<String, Finished>> = HashMap::new();
     let judged = crate::run(&input, plan, &mut |event| -> Result<(), Infallible> {
-        let EventKind::TrialFinished { record, second_verdict, .. } = &event.kind else { return Ok(()) };
+        let EventKind::TrialFinished { record, second_verdict, files } = &event.kind else { return Ok(()) };
+        finished(record, files);
         let Some(mine) = expected.get(&record.task) else { return Ok(()) };
         let got = waiting.entry(record.task.clone()).or_default();
         got.insert(record.agent_id.clone(), (record.clone(), second_verdict.clone()));
@@ -184,6 +210,7 @@ fn lint_task(input: &RunInput, task: &Task) -> TaskCheck {
         repeatable: None,
         nop: None,
         substitutes: Vec::new(),
+        faulted: Vec::new(),
     };
     match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => check.findings.extend(lint::lint(task, &staged.dir)),
@@ -204,22 +231,26 @@ fn judge_oracle(
 ) {
     match (record.outcome, negative_control) {
         (Outcome::Passed, false) | (Outcome::Failed, true) => {}
-        (Outcome::Passed, true) => check.error(
+        (Outcome::Passed, true) => check.fault(
+            ORACLE,
             "the oracle passes a negative control: either the task is no negative control or its verifier is broken"
                 .into(),
         ),
-        (_, false) => check.error(format!("the oracle does not pass: {}", describe(&record))),
-        (_, true) => check.error(format!("the oracle did not run to a verdict: {}", describe(&record))),
+        (_, false) => check.fault(ORACLE, format!("the oracle does not pass: {}", describe(&record))),
+        (_, true) => check.fault(ORACLE, format!("the oracle did not run to a verdict: {}", describe(&record))),
     }
     match repeat {
         Some(Ok(second)) => {
             let same = record.verdict.as_ref().is_some_and(|first| same_verdict(first, &second));
             check.repeatable = Some(same);
             if !same {
-                check.error("a second verification of the oracle's environment gave another verdict".into());
+                check.fault(
+                    ORACLE,
+                    "a second verification of the oracle's environment gave another verdict".into(),
+                );
             }
         }
-        Some(Err(why)) => check.error(format!("the second verification failed: {why}")),
+        Some(Err(why)) => check.fault(ORACLE, format!("the second verification failed: {why}")),
         None => {}
     }
     check.oracle = Some(record);
@@ -229,10 +260,10 @@ fn judge_oracle(
 fn judge_nop(check: &mut TaskCheck, record: TrialRecord) {
     match &record.outcome {
         Outcome::Passed => {
-            check.error("nop passes: the verifier accepts an environment nobody deployed".into())
+            check.fault(NOP, "nop passes: the verifier accepts an environment nobody deployed".into())
         }
         Outcome::Failed => {}
-        _ => check.error(format!("nop: {}", describe(&record))),
+        _ => check.fault(NOP, format!("nop: {}", describe(&record))),
     }
     check.nop = Some(record);
 }
@@ -242,10 +273,11 @@ fn judge_nop(check: &mut TaskCheck, record: TrialRecord) {
 fn judge_substitute(check: &mut TaskCheck, label: &str, record: TrialRecord) {
     match &record.outcome {
         Outcome::Failed => {}
-        Outcome::Passed => check.error(format!(
-            "substitute `{label}` passes: the verifier rewards a shortcut that does not deploy the artifact"
-        )),
-        _ => check.error(format!("substitute `{label}`: {}", describe(&record))),
+        Outcome::Passed => check.fault(
+            &record.agent_id,
+            format!("substitute `{label}` passes: the verifier rewards a shortcut that does not deploy the artifact"),
+        ),
+        _ => check.fault(&record.agent_id, format!("substitute `{label}`: {}", describe(&record))),
     }
     check.substitutes.push((label.to_string(), record));
 }
@@ -265,9 +297,14 @@ fn describe(r: &TrialRecord) -> String {
         text.push_str(&format!(": {}", error.lines().next().unwrap_or("")));
     }
     if let Some(v) = &r.verdict {
-        if let Some(step) = v.steps.iter().find(|s| !matches!(s.status, cleanroom_verify::StepStatus::Passed))
-        {
-            text.push_str(&format!("; step `{}` {:?}", step.name, step.status).to_lowercase());
+        if let Some(step) = v.steps.iter().find(|s| !matches!(s.status, StepStatus::Passed)) {
+            let how = match (step.status, step.exit_code) {
+                (StepStatus::TimedOut, _) => "timed out".to_string(),
+                (StepStatus::NotRun, _) => "did not run".to_string(),
+                (_, Some(code)) => format!("exited {code}"),
+                (_, None) => "failed".to_string(),
+            };
+            text.push_str(&format!("; {} step `{}` {how}", step.stage.as_str(), step.name));
         }
         if let Some(c) = v.checks.iter().find(|c| !c.passed) {
             text.push_str(&format!("; check `{}`: expected {}, observed {}", c.name, c.expected, c.observed));
@@ -292,9 +329,13 @@ mod tests {
         let setup = AgentSetup::default();
         let input = input(&tasks, &[], &setup, &staged);
         let mut heard = Vec::new();
-        let checks = check_tasks(&input, CheckScope { run: true, substitutes: true }, &mut |c| {
-            heard.push((c.task.clone(), c.oracle.is_some(), c.nop.is_some()))
-        });
+        let mut kept = Vec::new();
+        let checks = check_tasks(
+            &input,
+            CheckScope { run: true, substitutes: true },
+            &mut |c| heard.push((c.task.clone(), c.oracle.is_some(), c.nop.is_some())),
+            &mut |record, _| kept.push(record.agent_id.clone()),
+        );
         // The task without an artifact is done before any trial; the other
         // once both of its trials are.
         assert_eq!(heard, [("unstaged".to_string(), false, false), ("staged".to_string(), true, true)]);
@@ -303,9 +344,14 @@ mod tests {
         let no_env = "infra_error: fake failed: create failed as configured";
         assert_eq!(messages(0), [format!("the oracle does not pass: {no_env}"), format!("nop: {no_env}")]);
         assert_eq!(checks[0].oracle.as_ref().unwrap().attempt, 1, "one attempt, no retry");
+        kept.sort();
+        assert_eq!(kept, ["nop", "oracle"], "every trial is handed over to be kept");
+        let faulted: Vec<&str> = checks[0].faulted_trials().iter().map(|r| r.agent_id.as_str()).collect();
+        assert_eq!(faulted, ["oracle", "nop"]);
         assert_eq!(messages(1), ["artifact: not staged"]);
 
-        let checks = check_tasks(&input, CheckScope { run: false, substitutes: true }, &mut |_| {});
+        let checks =
+            check_tasks(&input, CheckScope { run: false, substitutes: true }, &mut |_| {}, &mut |_, _| {});
         assert!(checks.iter().all(|c| c.oracle.is_none() && c.nop.is_none()), "--no-run runs nothing");
     }
 }

@@ -56,6 +56,8 @@ struct Fixture {
     /// What the login shell prints (see LOGIN_ENV_SCRIPT).
     login_env: Arc<Mutex<Vec<u8>>>,
     protected: Vec<String>,
+    /// What the last run kept of `$CLEANROOM_OUT`.
+    outputs: crate::Outputs,
 }
 
 const DEST: &str = "/workspace/artifact";
@@ -95,7 +97,16 @@ fn fixture(
     std::fs::create_dir_all(root.join("workspace/artifact/results")).unwrap();
     std::fs::write(root.join("workspace/artifact/results/old.csv"), "stale").unwrap();
     std::fs::write(root.join("workspace/artifact/main.py"), "print()").unwrap();
-    Fixture { _task: task, _home: home, verify_dir, backend, env, login_env, protected: Vec::new() }
+    Fixture {
+        _task: task,
+        _home: home,
+        verify_dir,
+        backend,
+        env,
+        login_env,
+        protected: Vec::new(),
+        outputs: Default::default(),
+    }
 }
 
 fn step(name: &str, stage: Stage, run: &str) -> Step {
@@ -132,7 +143,13 @@ impl Fixture {
         };
         let mut log = Vec::new();
         let cancel = CancelToken::new().unwrap();
-        let verdict = pipeline.run_with_clock(self.env.as_mut(), &cancel, &mut log, &self.backend);
+        let verdict = pipeline.run_with_clock(
+            self.env.as_mut(),
+            &cancel,
+            &mut log,
+            Some(&mut self.outputs),
+            &self.backend,
+        );
         self.assert_phases_kept_apart();
         (verdict, String::from_utf8(log).unwrap())
     }
@@ -247,6 +264,10 @@ fn a_passing_pipeline_reaches_results() {
     assert!(log.contains("== step 2/2: experiment (run)\n$ write\n-- passed: exit 0 after 1.000s\nchecksum: 0252ff0a0004de61\n"), "{log}");
     assert!(log.contains("PASS err: expected 1.23e-4 (rel_tol 0.05), observed 0.000125"), "{log}");
     assert!(log.ends_with("== verdict: passed, stage results\n"), "{log}");
+    let kept: Vec<&str> = f.outputs.files.iter().map(|o| o.path.as_str()).collect();
+    assert_eq!(kept, ["table.json"], "what the steps wrote is kept for the author");
+    assert_eq!(f.outputs.files[0].bytes, br#"{"n64": {"err": 1.25e-4}}"#);
+    assert!(log.contains("== outputs: 1 file(s) kept\n"), "{log}");
 }
 
 #[test]
@@ -273,6 +294,27 @@ fn steps_get_the_documented_environment() {
         assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()));
     }
     assert_ne!(out, verify);
+}
+
+/// Only regular files of plain names are kept of what the steps wrote: a
+/// link is not followed, a dotfile is named as left out.
+#[test]
+fn outputs_keep_regular_files_and_name_what_they_leave_out() {
+    let mut f = fixture(|req, root| {
+        let out = host(root, var(req, "CLEANROOM_OUT"));
+        std::fs::create_dir_all(out.join("plots")).unwrap();
+        std::fs::write(out.join("plots/a.txt"), "a").unwrap();
+        std::fs::write(out.join(".hidden"), "h").unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", out.join("link")).unwrap();
+        Ok(exited(0, 1, ""))
+    });
+    let spec = VerifySpec { mutations: vec![], steps: vec![step("s", Stage::Run, "write")], checks: vec![] };
+    let (verdict, log) = f.run(&spec, 900, false);
+    assert!(verdict.unwrap().passed, "{log}");
+    let kept: Vec<&str> = f.outputs.files.iter().map(|o| o.path.as_str()).collect();
+    assert_eq!(kept, ["plots/a.txt"]);
+    assert_eq!(f.outputs.left_out, [".hidden (a name the run directory does not take)"]);
+    assert!(log.contains("== outputs: 1 file(s) kept\nleft out: .hidden"), "{log}");
 }
 
 #[test]
