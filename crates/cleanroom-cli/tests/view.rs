@@ -187,6 +187,8 @@ fn every_page_answers_every_link_leads_somewhere_and_nothing_renders_as_markup()
         format!("/runs/{run_id}/trials/count/oracle/9"),
         format!("/runs/{run_id}/trials/count/oracle/1/files/..%2Frun.toml"),
         format!("/runs/{run_id}/trials/count/oracle/1/files/.lock"),
+        format!("/runs/{run_id}/trials/count/oracle/1/files/outputs/..%2F..%2F..%2Frun.toml"),
+        format!("/runs/{run_id}/trials/count/oracle/1/files/result.json/x"),
         "/compare?a=x/y&b=z/w".to_string(),
     ] {
         assert_eq!(viewer.get(&bad).0, 404, "{bad}");

@@ -32,7 +32,7 @@ pub fn render_file(
     let trail = [
         (run_href(run_id), run_id.to_string()),
         (trial_href.to_string(), trial_label.to_string()),
-        (format!("{trial_href}/files/{}", crate::page::seg(name)), name.to_string()),
+        (crate::page::file_href(trial_href, name), name.to_string()),
     ];
     page(name, &trail, &o, None)
 }

@@ -117,8 +117,10 @@ pub fn trial_href(run_id: &str, r: &TrialRecord) -> String {
     format!("{}/trials/{}/{}/{}", run_href(run_id), seg(&r.task), seg(&r.agent_id), r.trial)
 }
 
+/// A file of the trial, `NAME` or `outputs/a/b`, each component encoded.
 pub fn file_href(trial: &str, name: &str) -> String {
-    format!("{trial}/files/{}", seg(name))
+    let parts: Vec<String> = name.split('/').map(seg).collect();
+    format!("{trial}/files/{}", parts.join("/"))
 }
 
 /// A query string of the given pairs, for filter links.

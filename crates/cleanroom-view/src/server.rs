@@ -28,7 +28,7 @@ pub fn router(library: Library) -> Router {
         .route("/", get(runs))
         .route("/runs/{run}", get(run))
         .route("/runs/{run}/trials/{task}/{agent}/{n}", get(trial))
-        .route("/runs/{run}/trials/{task}/{agent}/{n}/files/{name}", get(file))
+        .route("/runs/{run}/trials/{task}/{agent}/{n}/files/{*name}", get(file))
         .route("/compare", get(compare))
         .fallback(|| async { html(StatusCode::NOT_FOUND, message("not found", "No such page.")) })
         .with_state(Arc::new(library))

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use cleanroom_store::{
     read_results, read_run_config, run_in_use, Index, RunConfig, StoreError, Summary, TrialRecord,
+    OUTPUTS_DIR,
 };
 
 /// Bytes of a trial file shown; a longer one is cut, and the page says so.
@@ -179,41 +180,62 @@ impl Library {
     }
 }
 
-/// The regular files of a trial directory, sorted, with their sizes.
+/// Files listed of a trial's `outputs/` (the verify steps' own files).
+const OUTPUTS_LISTED: usize = 1000;
+
+/// The regular files of a trial directory, and of its `outputs/` at any
+/// depth (as `outputs/a/b`), sorted, with their sizes; links are never
+/// followed.
 pub fn trial_files(dir: &Path) -> Vec<(String, u64)> {
-    let mut files: Vec<(String, u64)> = fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let meta = e.path().symlink_metadata().ok()?;
-            let name = e.file_name().into_string().ok()?;
-            (meta.is_file() && !name.starts_with('.')).then_some((name, meta.len()))
-        })
-        .collect();
+    let mut files = Vec::new();
+    collect_files(dir, "", &mut files, 0);
     files.sort();
     files
 }
 
-/// A file of the trial directory: at most `FILE_SHOWN` bytes of it, lossy
-/// UTF-8, and whether it was cut. Only a regular file directly in `dir` is
-/// read, never one through a link.
+fn collect_files(dir: &Path, prefix: &str, files: &mut Vec<(String, u64)>, depth: usize) {
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let Ok(meta) = entry.path().symlink_metadata() else { continue };
+        let Ok(name) = entry.file_name().into_string() else { continue };
+        if name.starts_with('.') || files.len() >= OUTPUTS_LISTED {
+            continue;
+        }
+        let shown = format!("{prefix}{name}");
+        if meta.is_file() {
+            files.push((shown, meta.len()));
+        } else if meta.is_dir() && (depth > 0 || name == OUTPUTS_DIR) && depth < 8 {
+            collect_files(&entry.path(), &format!("{shown}/"), files, depth + 1);
+        }
+    }
+}
+
+/// A file of the trial directory (`NAME`, or `outputs/` and a relative
+/// path): at most `FILE_SHOWN` bytes of it, lossy UTF-8, and whether it
+/// was cut. Every component must be a plain name and a real directory or,
+/// last, a regular file: nothing is read through a link.
 pub fn read_trial_file(dir: &Path, name: &str) -> Result<(String, bool), SourceError> {
-    let name = safe_name("file", name)?;
-    let path = dir.join(name);
-    let meta = path
-        .symlink_metadata()
-        .map_err(|_| SourceError::NotFound { what: "file", name: name.to_string() })?;
-    if !meta.is_file() {
-        return Err(SourceError::NotFound { what: "file", name: name.to_string() });
+    let missing = || SourceError::NotFound { what: "file", name: name.to_string() };
+    let parts: Vec<&str> = name.split('/').collect();
+    if parts.len() > 1 && parts[0] != OUTPUTS_DIR {
+        return Err(missing());
+    }
+    let mut path = dir.to_path_buf();
+    for (k, part) in parts.iter().enumerate() {
+        path.push(safe_name("file", part)?);
+        let meta = path.symlink_metadata().map_err(|_| missing())?;
+        let last = k + 1 == parts.len();
+        if (last && !meta.is_file()) || (!last && !meta.is_dir()) {
+            return Err(missing());
+        }
     }
     use std::io::Read;
     let file = fs::File::open(&path).map_err(|source| SourceError::Io { path: path.clone(), source })?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     file.take(FILE_SHOWN)
         .read_to_end(&mut bytes)
         .map_err(|source| SourceError::Io { path: path.clone(), source })?;
-    Ok((String::from_utf8_lossy(&bytes).into_owned(), meta.len() > FILE_SHOWN))
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), len > FILE_SHOWN))
 }
 
 /// A file of the trial directory if it is there, else none.
