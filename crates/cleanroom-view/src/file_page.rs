@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::page::{h, page, run_href};
+use crate::page::{h, h_log_line, page, run_href};
 
 pub fn render_file(
     run_id: &str,
@@ -26,7 +26,10 @@ pub fn render_file(
     o.push_str("<pre class=\"log\">");
     for (i, line) in text.lines().enumerate() {
         let n = i + 1;
-        let _ = writeln!(o, "<span id=\"L{n}\"><a class=\"ln\" href=\"#L{n}\">{n}</a>{}</span>", h(line));
+        // Each span is a block of its own: a newline as well would double
+        // the spacing.
+        let _ =
+            write!(o, "<span id=\"L{n}\"><a class=\"ln\" href=\"#L{n}\">{n}</a>{}</span>", h_log_line(line));
     }
     o.push_str("</pre>\n");
     let trail = [

@@ -69,14 +69,20 @@ pub fn h(text: &str) -> String {
     escape_html(text)
 }
 
-/// Escaped, keeping line breaks (for `<pre>`).
+/// One line of a log, escaped, its tabs kept as tabs: harmless in a
+/// `<pre>`, and columns of a log stay aligned.
+pub fn h_log_line(line: &str) -> String {
+    line.split('\t').map(escape_html).collect::<Vec<_>>().join("\t")
+}
+
+/// Escaped, keeping line breaks and tabs (for `<pre>`).
 pub fn h_lines(text: &str) -> String {
     let mut o = String::with_capacity(text.len() + 64);
     for (i, line) in text.lines().enumerate() {
         if i > 0 {
             o.push('\n');
         }
-        o.push_str(&escape_html(line));
+        o.push_str(&h_log_line(line));
     }
     o
 }
@@ -136,4 +142,22 @@ pub fn query(pairs: &[(&str, &str)]) -> String {
 /// A page that says what was not found, or what went wrong.
 pub fn message(title: &str, text: &str) -> String {
     page(title, &[], &format!("<h1>{}</h1>\n<p>{}</p>\n", h(title), h(text)), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_line_keeps_its_tabs_and_nothing_else_raw() {
+        assert_eq!(h_log_line("a\t<b>\x1b[31m"), "a\t&lt;b&gt;\\x1b[31m");
+        assert_eq!(h_lines("x\ny\"z"), "x\ny&quot;z");
+    }
+
+    #[test]
+    fn links_encode_every_segment() {
+        assert_eq!(seg("a b/c?"), "a%20b%2Fc%3F");
+        assert_eq!(file_href("/t", "outputs/a b/c"), "/t/files/outputs/a%20b/c");
+        assert_eq!(query(&[("a", "r/x&y")]), "?a=r%2Fx%26y");
+    }
 }
