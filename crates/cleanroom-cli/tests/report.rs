@@ -8,7 +8,7 @@ mod xml;
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 use common::*;
 use serde_json::Value;
@@ -42,6 +42,14 @@ fn make_task(root: &Path) -> PathBuf {
 
 fn report(runs: &Path, args: &[&str]) -> Output {
     cleanroom().arg("report").arg("--runs-dir").arg(runs).args(args).output().unwrap()
+}
+
+/// What scripts/junit-check.sh says of a JUnit file: valid against Jenkins
+/// xunit's junit-10.xsd, read alike by junitparser and xunitparser.
+fn junit_check(file: &Path) -> String {
+    let out = Command::new("bash").arg(repo().join("scripts/junit-check.sh")).arg(file).output().unwrap();
+    assert!(out.status.success(), "CI readers reject {}:\n{}", file.display(), text(&out));
+    text(&out)
 }
 
 #[test]
@@ -101,15 +109,21 @@ fn report_on_a_nop_run_in_every_format() {
     let names = xml::check_xml(&html).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(names.iter().filter(|n| *n == "svg").count(), 3);
 
-    // JUnit: valid XML, one suite, a failed testcase per trial.
-    let out = report(&runs, &[&run_id, "--format", "junit"]);
+    // JUnit: valid XML, one suite, a failed testcase per trial, as CI
+    // servers read it.
+    let junit_path = root.join("report.xml");
+    let out = report(&runs, &[&run_id, "--format", "junit", "--out", junit_path.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
-    let junit = String::from_utf8(out.stdout).unwrap();
+    let junit = std::fs::read_to_string(&junit_path).unwrap();
     let names = xml::check_xml(&junit).unwrap_or_else(|e| panic!("{e}\n{junit}"));
     assert_eq!(names.iter().filter(|n| *n == "testsuite").count(), 1);
     assert_eq!(names.iter().filter(|n| *n == "testcase").count(), 2);
     assert_eq!(names.iter().filter(|n| *n == "failure").count(), 2);
     assert!(junit.contains("<testcase name=\"evil-title #1\" classname=\"nop\""), "{junit}");
+    assert!(
+        junit_check(&junit_path).contains("1 suites, 2 tests, 2 failures, 0 errors, 0 skipped"),
+        "{junit}"
+    );
 
     // JSON and CSV with the task's metadata beside each trial.
     let out = report(&runs, &[&run_id, "--format", "json", "--by", "language"]);
@@ -145,6 +159,111 @@ fn report_on_a_nop_run_in_every_format() {
     let out = report(&runs, &["no-such-run"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-such-run: not a run directory"), "{}", text(&out));
+
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `cleanroom run ARGS --out OUT`, which must succeed: the run's directory.
+fn run_into(out: &Path, args: &[&str]) -> PathBuf {
+    let done = cleanroom().arg("run").args(args).arg("--out").arg(out).output().unwrap();
+    assert!(done.status.success(), "{}", text(&done));
+    std::fs::read_dir(out).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap()
+}
+
+/// Every kind of testcase in one JUnit file, from real runs: a pass (the
+/// oracle), a failure (nop), an agent error (a script that kills itself),
+/// skipped trials (a task that needs a machine of its own, on the sandbox
+/// backend) and an infra error (an ssh pool whose provisioner never makes a
+/// host).
+#[test]
+fn junit_with_every_outcome_is_read_by_ci_servers() {
+    let root = std::env::temp_dir().join(format!("cleanroom-cli-report-junit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let tasks = make_task(&root);
+    let with_machine = root.join("with-machine");
+    copy_dir(&tasks, &with_machine);
+    copy_dir(&tasks.join("evil-title"), &with_machine.join("needs-a-machine"));
+    let toml = with_machine.join("needs-a-machine/task.toml");
+    std::fs::write(
+        &toml,
+        std::fs::read_to_string(&toml).unwrap().replace("[environment]\n", "[environment]\nmachine = true\n"),
+    )
+    .unwrap();
+    let crash = root.join("crash.sh");
+    std::fs::write(&crash, "#!/bin/bash\nkill -9 $$\n").unwrap();
+    let crash = format!("script:{}", crash.display());
+    let hosts = root.join("hosts.toml");
+    std::fs::write(&hosts, "[[ssh.pools]]\nname = \"none\"\ncreate = \"true\"\ndestroy = \"true\"\n")
+        .unwrap();
+    let local = run_into(
+        &root.join("local"),
+        &[
+            "--agent",
+            "oracle",
+            "--agent",
+            "nop",
+            "--agent",
+            &crash,
+            "--jobs",
+            "2",
+            "--tasks",
+            with_machine.to_str().unwrap(),
+        ],
+    );
+    let ssh = run_into(
+        &root.join("ssh"),
+        &[
+            "--agent",
+            "nop",
+            "--backend",
+            "ssh",
+            "--config",
+            hosts.to_str().unwrap(),
+            "--retries",
+            "0",
+            "--tasks",
+            tasks.to_str().unwrap(),
+        ],
+    );
+
+    let junit_path = root.join("report.xml");
+    let out = report(
+        &root,
+        &[
+            local.to_str().unwrap(),
+            ssh.to_str().unwrap(),
+            "--format",
+            "junit",
+            "--out",
+            junit_path.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let junit = std::fs::read_to_string(&junit_path).unwrap();
+    for element in [
+        "<failure type=\"self_stop\"",
+        "<error type=\"agent_error\"",
+        "<error type=\"infra_error\"",
+        "<skipped message=\"machine:",
+    ] {
+        assert!(junit.contains(element), "{element} in {junit}");
+    }
+    let said = junit_check(&junit_path);
+    assert!(said.contains("4 suites, 7 tests, 1 failures, 2 errors, 3 skipped"), "{said}\n{junit}");
+
+    // The check can fail: junit-10.xsd has no `skipped` on <testsuites>.
+    let rejected = root.join("rejected.xml");
+    std::fs::write(
+        &rejected,
+        "<testsuites tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\">\n  \
+         <testsuite name=\"a\" tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"1\">\n    \
+         <testcase name=\"t\"><skipped/></testcase>\n  </testsuite>\n</testsuites>\n",
+    )
+    .unwrap();
+    let out =
+        Command::new("bash").arg(repo().join("scripts/junit-check.sh")).arg(&rejected).output().unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("/testsuites: 'skipped' attribute not allowed"), "{}", text(&out));
 
     let _ = std::fs::remove_dir_all(&root);
 }
