@@ -284,6 +284,7 @@ pub(crate) fn run(
         timeout: Some(timeout),
         grace: Duration::from_secs(10),
         output_limit: AGENT_OUTPUT_LIMIT,
+        last_line: ctx.last_line.clone(),
     };
     let mut gate = Gate::new(ctx.gate);
     let mut decisions = Vec::new();

@@ -18,7 +18,9 @@ pub use workspace::{agent_environment, instruction_text, populate_workspace, WOR
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use cleanroom_env::{CancelToken, Captured, EnvError, Environment, ExecRequest, ExitStatus, HostMount};
+use cleanroom_env::{
+    CancelToken, Captured, EnvError, Environment, ExecRequest, ExitStatus, HostMount, LastLine,
+};
 use cleanroom_model::{StopReason, Usage};
 use cleanroom_task::Task;
 
@@ -102,6 +104,8 @@ pub struct AgentContext<'a> {
     pub time_multiplier: f64,
     /// Installed external agents by name (see [`external::install`]).
     pub installed: &'a std::collections::BTreeMap<String, PathBuf>,
+    /// Fed with what the agent's commands print, for progress reports.
+    pub last_line: Option<LastLine>,
 }
 
 impl AgentContext<'_> {
@@ -165,6 +169,7 @@ pub fn run_agent(
         AgentSpec::Llm { model } => {
             let config = ctx.config.model(model).map_err(EnvError::Phase)?;
             let settings = llm::LlmSettings {
+                last_line: ctx.last_line.clone(),
                 model_name: model,
                 model: config,
                 max_steps: ctx.max_steps,
@@ -201,6 +206,7 @@ pub fn run_agent(
         timeout: Some(timeout),
         grace: Duration::from_secs(10),
         output_limit: AGENT_OUTPUT_LIMIT,
+        last_line: ctx.last_line.clone(),
     };
     let out = env.exec(&req, cancel)?;
     let (stop, exit_code) = stop_of(&out.status);

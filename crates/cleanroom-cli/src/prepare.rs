@@ -112,6 +112,7 @@ impl ToolSetup {
             backend: self.backend.as_ref(),
             artifacts: &self.prepared.artifacts,
             cancel: cancel.clone(),
+            progress_every: None,
         }
     }
 }

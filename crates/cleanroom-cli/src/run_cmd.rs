@@ -191,8 +191,13 @@ pub(crate) fn run_input<'a>(
         backend,
         artifacts,
         cancel: cancel.clone(),
+        progress_every: Some(PROGRESS_EVERY),
     }
 }
+
+/// How often the terminal reports a trial still under way: its phase, how
+/// long it has run, and the last line its agent printed.
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn overall_rate(summary: &Summary) -> f64 {
     let (passed, judged) = summary

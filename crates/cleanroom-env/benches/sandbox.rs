@@ -134,6 +134,7 @@ fn main() {
         env: vec![("PATH".into(), "/usr/sbin:/usr/bin:/sbin:/bin".into())],
         timeout: Some(Duration::from_secs(60)),
         grace: Duration::from_secs(1),
+        last_line: None,
         output_limit: 64 * 1024,
     };
     let cancel = CancelToken::new().expect("cancel token");

@@ -13,6 +13,7 @@ use crate::access::AccessWatch;
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
 use crate::files::Files;
+use crate::last_line::LastLine;
 use crate::output::Captured;
 
 /// What a new environment must provide.
@@ -66,6 +67,9 @@ pub struct ExecRequest {
     pub grace: Duration,
     /// Most bytes of each output stream kept (half head, half tail).
     pub output_limit: usize,
+    /// Fed with the command's output as it arrives, for progress reports;
+    /// none when nobody watches.
+    pub last_line: Option<LastLine>,
 }
 
 impl ExecRequest {
@@ -78,6 +82,7 @@ impl ExecRequest {
             timeout: None,
             grace: Duration::from_secs(5),
             output_limit: 2 * 1024 * 1024,
+            last_line: None,
         }
     }
 }

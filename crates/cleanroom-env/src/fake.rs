@@ -367,6 +367,11 @@ impl Environment for FakeEnv {
         }
         self.shared.record(Call::Exec { env: self.id.clone(), request: req.clone() });
         let reply = (self.shared.script)(req, self.root.host_path())?;
+        // The output is all there before the command "runs" (or blocks).
+        if let Some(last_line) = &req.last_line {
+            last_line.feed(&reply.stdout);
+            last_line.feed(&reply.stderr);
+        }
         let (status, duration) = match (reply.duration, req.timeout) {
             (None, timeout) => self.shared.block(timeout, cancel),
             (Some(took), Some(timeout)) if took > timeout => (ExitStatus::TimedOut, timeout),

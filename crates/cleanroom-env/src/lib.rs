@@ -12,6 +12,7 @@ pub mod fanotify;
 mod files;
 mod gpu_pool;
 pub mod image;
+mod last_line;
 mod output;
 pub mod privilege;
 mod registry;
@@ -34,6 +35,7 @@ pub use bounds::{Cancelled, WalkLimits, MAX_DEPTH, MAX_ENTRIES, MAX_NAME_BYTES, 
 pub use cancel::CancelToken;
 pub use error::EnvError;
 pub use files::Files;
+pub use last_line::LastLine;
 pub use output::Captured;
 pub use registry::{open_backend, HostConfig, BACKENDS};
 pub use rootfs::{Entry, EntryKind, Globs, Manifest, ReadError, RootFs};

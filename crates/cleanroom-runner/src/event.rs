@@ -3,7 +3,8 @@
 //!
 //! In order: `Preparing` lines (from [`crate::prepare`]), then, from
 //! [`crate::run`], `Planned`, and for each trial `TrialStarted`, the
-//! `PhaseChanged` of its phases, `AttemptFailed` and `TrialStarted` again
+//! `PhaseChanged` of its phases (and `Progress` while a long one goes on),
+//! `AttemptFailed` and `TrialStarted` again
 //! for each retry, and `TrialFinished`; `RunFinished` last. The events of
 //! trials that run at once interleave; each event is stamped when it
 //! happens, and the stream is in the order of its stamps.
@@ -72,6 +73,16 @@ pub enum EventKind {
         key: TrialKey,
         attempt: u32,
         phase: Phase,
+    },
+    /// An attempt still under way, every `RunInput::progress_every`: its
+    /// phase (none before the agent starts), how long it has run, and the
+    /// last line its agent printed.
+    Progress {
+        key: TrialKey,
+        attempt: u32,
+        phase: Option<Phase>,
+        elapsed: std::time::Duration,
+        last_line: Option<String>,
     },
     /// An attempt that ended in infra_error and will be retried; its
     /// record and files are kept beside the trial's result.

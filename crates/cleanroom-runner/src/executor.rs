@@ -7,7 +7,8 @@
 
 use cleanroom_task::Task;
 
-use crate::event::{Phase, Todo, TrialKey};
+use crate::event::{Todo, TrialKey};
+use crate::progress::AttemptProgress;
 use crate::trial::{self, AttemptEnd};
 use crate::{AgentEntry, RunInput};
 
@@ -22,7 +23,8 @@ pub trait Executor: Sync {
     /// hands their first attempts over together does it here).
     fn begin(&self, _input: &RunInput, _todo: &[Todo]) {}
 
-    /// Runs attempt `attempt` of the trial `key`, reporting its phases.
+    /// Runs attempt `attempt` of the trial `key`, reporting its phases and
+    /// its agent's output to `progress`.
     #[allow(clippy::too_many_arguments)]
     fn attempt(
         &self,
@@ -32,7 +34,7 @@ pub trait Executor: Sync {
         key: &TrialKey,
         attempt: u32,
         verify_twice: bool,
-        phase: &dyn Fn(Phase),
+        progress: &AttemptProgress,
     ) -> AttemptEnd;
 }
 
@@ -48,8 +50,8 @@ impl Executor for Local {
         key: &TrialKey,
         attempt: u32,
         verify_twice: bool,
-        phase: &dyn Fn(Phase),
+        progress: &AttemptProgress,
     ) -> AttemptEnd {
-        trial::attempt(input, task, agent, key, attempt, verify_twice, phase)
+        trial::attempt(input, task, agent, key, attempt, verify_twice, progress)
     }
 }

@@ -16,6 +16,7 @@ mod event;
 mod executor;
 mod plan;
 mod prepare;
+mod progress;
 mod schedule;
 #[cfg(test)]
 mod testing;
@@ -27,6 +28,7 @@ pub use event::{Event, EventKind, Phase, Preparation, Todo, TrialFile, TrialKey}
 pub use executor::{Executor, Local};
 pub use plan::{plan, Kept, NothingKept, Plan};
 pub use prepare::{prepare, Prepared};
+pub use progress::AttemptProgress;
 pub use schedule::{run, run_with};
 pub use trial::{Attempt, AttemptEnd, PIDS_MAX};
 pub use vet::{check_tasks, CheckScope, Finding, Severity, TaskCheck};
@@ -59,6 +61,9 @@ pub struct RunInput<'a> {
     pub backend: &'a dyn Backend,
     pub artifacts: &'a Staged,
     pub cancel: CancelToken,
+    /// How often an attempt under way is reported (`EventKind::Progress`);
+    /// none: never.
+    pub progress_every: Option<std::time::Duration>,
 }
 
 /// What agents that use models need: the configuration (models, external
@@ -96,6 +101,7 @@ impl AgentSetup {
             gate: self.gate,
             time_multiplier,
             installed: &self.installed,
+            last_line: None,
         }
     }
 }

@@ -74,5 +74,6 @@ pub fn input<'a>(
         backend: no_machines(),
         artifacts,
         cancel: CancelToken::new().unwrap(),
+        progress_every: None,
     }
 }

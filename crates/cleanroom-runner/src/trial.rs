@@ -13,6 +13,7 @@ use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Outpu
 use crate::classify::classify;
 use crate::env_diff;
 use crate::event::{Phase, TrialFile, TrialKey};
+use crate::progress::AttemptProgress;
 use crate::{AgentEntry, RunInput};
 
 /// Process limit of every environment (the task format has no key for it).
@@ -53,7 +54,7 @@ pub(crate) fn attempt(
     key: &TrialKey,
     attempt: u32,
     verify_twice: bool,
-    phase: &dyn Fn(Phase),
+    progress: &AttemptProgress,
 ) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
     let ctx = input.agent_setup.context(input.timeout_multiplier);
@@ -70,7 +71,7 @@ pub(crate) fn attempt(
     }
     let mut files = Vec::new();
     let mut repeat = verify_twice.then(|| Err("not run".to_string()));
-    match run(input, task, agent, &mut record, &mut files, &mut repeat, phase) {
+    match run(input, task, agent, &mut record, &mut files, &mut repeat, progress) {
         Ok(true) => {
             record.finished_at = cleanroom_store::rfc3339_utc_now();
             AttemptEnd::Done(Box::new(Attempt { record, files, repeat }))
@@ -96,7 +97,7 @@ fn run(
     record: &mut TrialRecord,
     files: &mut Vec<TrialFile>,
     repeat: &mut Option<Result<Verdict, String>>,
-    phase: &dyn Fn(Phase),
+    progress: &AttemptProgress,
 ) -> Result<bool, EnvError> {
     let staged = match input.artifacts.get(&task.id) {
         Some(Ok(staged)) => staged,
@@ -120,7 +121,8 @@ fn run(
     record.accelerator = input.backend.accelerator().map(String::from);
     record.machine = env.machine();
     let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
-    let ctx = input.agent_setup.context(input.timeout_multiplier);
+    let mut ctx = input.agent_setup.context(input.timeout_multiplier);
+    ctx.last_line = Some(progress.output.clone());
     env.begin_phase_with(
         network,
         &PhaseOptions { mounts: phase_mounts(&agent.spec, &ctx), agent: true, ..Default::default() },
@@ -128,7 +130,7 @@ fn run(
     populate_workspace(env.as_ref(), task, &staged.dir)?;
     record.timings.environment = started.elapsed().as_secs_f64();
 
-    phase(Phase::Agent);
+    progress.phase(Phase::Agent);
     let agent_run = run_agent(&agent.spec, task, env.as_ref(), &ctx, &input.cancel);
     // Every process the agent started dies here, on every path.
     let ended = env.end_phase();
@@ -143,7 +145,7 @@ fn run(
     record.stop_reason = agent_run.stop.reason();
     record.exit_code = agent_run.exit_code;
 
-    phase(Phase::Verify);
+    progress.phase(Phase::Verify);
     let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
     let diff = match env.diff(&input.cancel) {

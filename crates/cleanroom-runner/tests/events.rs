@@ -80,6 +80,7 @@ fn a_real_run_reports_each_trial_phase_by_phase() {
         backend: backend.as_ref(),
         artifacts: &prepared.artifacts,
         cancel: CancelToken::new().unwrap(),
+        progress_every: None,
     };
     let ran = run(&input, Plan::resume(&input, &NothingKept), &mut |e| -> Result<(), Infallible> {
         events.push(e.clone());
@@ -114,4 +115,57 @@ fn a_real_run_reports_each_trial_phase_by_phase() {
             assert!(record.limits.is_some(), "a real environment ran it");
         }
     }
+}
+
+#[test]
+fn a_long_trial_reports_its_phase_time_and_the_agents_last_line_while_it_runs() {
+    let root = temp_dir("progress");
+    write_task(&root.join("deploy"));
+    let tasks = [load_task(&root.join("deploy")).unwrap()];
+    let backend = open_backend("sandbox", &image::cleanroom_home(), &Default::default()).unwrap();
+    let prepared =
+        prepare(backend.as_ref(), &tasks, &root.join("cache"), root.join("staging"), &mut |_| {}).unwrap();
+    let script = root.join("slow.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\necho 'Collecting numpy'\necho 'Building wheel for numpy'\nsleep 600\n",
+    )
+    .unwrap();
+    let agents = [AgentEntry {
+        spec: cleanroom_agent::AgentSpec::Script(script.clone()),
+        spec_text: format!("script:{}", script.display()),
+        id: "slow".into(),
+    }];
+    let setup = AgentSetup::default();
+    let input = RunInput {
+        tasks: &tasks,
+        agents: &agents,
+        trials: 1,
+        jobs: 1,
+        retries: 0,
+        timeout_multiplier: 1.0,
+        allow_unlimited: false,
+        agent_setup: &setup,
+        backend: backend.as_ref(),
+        artifacts: &prepared.artifacts,
+        cancel: CancelToken::new().unwrap(),
+        progress_every: Some(std::time::Duration::from_millis(100)),
+    };
+    let mut seen = Vec::new();
+    let ran = run(&input, Plan::resume(&input, &NothingKept), &mut |e| -> Result<(), Infallible> {
+        if let EventKind::Progress { phase, elapsed, last_line, .. } = &e.kind {
+            seen.push((*phase, *elapsed, last_line.clone()));
+            // What the test waits for: then the run is stopped.
+            if last_line.as_deref() == Some("Building wheel for numpy") {
+                input.cancel.cancel();
+            }
+        }
+        Ok(())
+    });
+    let Ok(()) = ran;
+    let (phase, elapsed, _) = seen.last().expect("progress while the agent ran").clone();
+    assert_eq!(seen.last().unwrap().2.as_deref(), Some("Building wheel for numpy"), "{seen:?}");
+    assert_eq!(phase, Some(Phase::Agent));
+    assert!(elapsed >= std::time::Duration::from_millis(100), "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "elapsed only grows: {seen:?}");
 }

@@ -78,6 +78,7 @@ impl Bench {
             backend: run.backend,
             artifacts: &self.staged,
             cancel: run.cancel,
+            progress_every: None,
         };
         let planned = todo.len();
         let mut events = Vec::new();
@@ -227,6 +228,7 @@ fn story(events: &[EventKind]) -> Vec<String> {
         .map(|e| match e {
             EventKind::Preparing(what) => format!("preparing {what:?}"),
             EventKind::PhaseChanged { .. } => unreachable!("filtered out"),
+            EventKind::Progress { .. } => unreachable!("these runs report no progress"),
             EventKind::Planned { trials, .. } => format!("planned {trials}"),
             EventKind::TrialStarted { key, attempt } => {
                 format!("start {} #{}.{attempt}", key.task, key.trial)

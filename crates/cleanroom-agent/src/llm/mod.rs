@@ -34,6 +34,8 @@ pub struct LlmSettings<'a> {
     pub max_cost_usd: Option<f64>,
     pub gate: GateMode,
     pub timeout: Duration,
+    /// Fed with what the tool calls print, for progress reports.
+    pub last_line: Option<cleanroom_env::LastLine>,
 }
 
 /// The conversation, the trajectory and the readable log, kept together.
@@ -71,7 +73,7 @@ pub fn run_llm(
         deadline: Some(deadline),
     };
     let gateway = Gateway::new(client, Meter::new(budget));
-    let session = tools::Session::start(env)?;
+    let session = tools::Session::start(env, settings.last_line.clone())?;
     let mut gate = Gate::new(settings.gate);
     let instruction = instruction_text(task);
     let mut t = Transcript {

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use cleanroom_env::{CancelToken, EntryKind, EnvError, Environment, ExecRequest, ExitStatus};
+use cleanroom_env::{CancelToken, EntryKind, EnvError, Environment, ExecRequest, ExitStatus, LastLine};
 use serde_json::{json, Value};
 
 use crate::workspace::{agent_environment, random_hex};
@@ -59,11 +59,13 @@ pub fn definitions() -> Value {
 /// The shell session of one agent: its state directory in the environment.
 pub struct Session {
     state: String,
+    /// Fed with what the commands print, for progress reports.
+    last_line: Option<LastLine>,
 }
 
 impl Session {
-    pub fn start(env: &dyn Environment) -> Result<Session, EnvError> {
-        let session = Session { state: format!("/tmp/.cleanroom-shell-{}", random_hex()) };
+    pub fn start(env: &dyn Environment, last_line: Option<LastLine>) -> Result<Session, EnvError> {
+        let session = Session { state: format!("/tmp/.cleanroom-shell-{}", random_hex()), last_line };
         session.make_state(env).map_err(|e| EnvError::io(session.state.clone(), e))?;
         // What shell.sh writes there is the harness's too.
         for file in ["out", "cwd", "vars"] {
@@ -190,6 +192,7 @@ impl Session {
             timeout: Some(timeout),
             grace: Duration::from_secs(5),
             output_limit: OBSERVATION_LIMIT,
+            last_line: self.last_line.clone(),
         }
     }
 

@@ -26,7 +26,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cleanroom_env::SlurmOptions;
-use cleanroom_runner::{AgentEntry, Attempt, AttemptEnd, Executor, Phase, RunInput, Todo, TrialKey};
+use cleanroom_runner::{
+    AgentEntry, Attempt, AttemptEnd, AttemptProgress, Executor, Phase, RunInput, Todo, TrialKey,
+};
 use cleanroom_store::{ExecutorRecord, RemoteAttempt, TrialRecord};
 use cleanroom_task::Task;
 use serde::{Deserialize, Serialize};
@@ -260,7 +262,7 @@ impl Executor for SlurmExecutor {
         key: &TrialKey,
         attempt: u32,
         _verify_twice: bool,
-        phase: &dyn Fn(Phase),
+        progress: &AttemptProgress,
     ) -> AttemptEnd {
         let report = match self.report(key, attempt) {
             Ok(r) => r,
@@ -302,8 +304,8 @@ impl Executor for SlurmExecutor {
             let now = report.phase();
             if now != seen_phase {
                 match now.as_deref() {
-                    Some("agent") => phase(Phase::Agent),
-                    Some("verify") => phase(Phase::Verify),
+                    Some("agent") => progress.phase(Phase::Agent),
+                    Some("verify") => progress.phase(Phase::Verify),
                     _ => {}
                 }
                 seen_phase = now;

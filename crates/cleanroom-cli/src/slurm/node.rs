@@ -7,8 +7,8 @@
 
 use std::path::Path;
 
-use cleanroom_env::CancelToken;
-use cleanroom_runner::{AttemptEnd, Executor, Local, Phase, RunInput, TrialKey};
+use cleanroom_env::{CancelToken, LastLine};
+use cleanroom_runner::{AttemptEnd, AttemptProgress, Executor, Local, Phase, RunInput, TrialKey};
 use cleanroom_store::{read_run_config, RemoteAttempt};
 use cleanroom_task::load_tasks;
 
@@ -48,6 +48,8 @@ pub fn run(args: SlurmTrialArgs, config_file: Option<&Path>) -> Result<(), CliEr
     let input = RunInput {
         jobs: 1,
         retries: 0,
+        // The submitting process reports; nothing watches this one.
+        progress_every: None,
         ..run_cmd::run_input(&config, &tasks, &agents, &setup, backend.as_ref(), &prepared.artifacts, &cancel)
     };
     let key = TrialKey { task: listed.task.clone(), agent_id: listed.agent_id.clone(), trial: listed.trial };
@@ -58,7 +60,8 @@ pub fn run(args: SlurmTrialArgs, config_file: Option<&Path>) -> Result<(), CliEr
             Phase::Verify => "verify",
         });
     };
-    match Local.attempt(&input, &tasks[0], &agents[0], &key, listed.attempt, false, &phase) {
+    let progress = AttemptProgress::new(&phase, LastLine::new());
+    match Local.attempt(&input, &tasks[0], &agents[0], &key, listed.attempt, false, &progress) {
         AttemptEnd::Interrupted => {
             Err(internal("the attempt was interrupted (scancel, or a signal): no record"))
         }

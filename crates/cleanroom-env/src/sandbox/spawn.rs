@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use crate::backend::{ExecOutcome, ExecRequest, ExitStatus};
 use crate::cancel::CancelToken;
 use crate::error::EnvError;
+use crate::last_line::LastLine;
 use crate::output::Captured;
 use crate::sandbox::{caps, pipe, seccomp};
 
@@ -328,12 +329,20 @@ impl Drop for Child {
     }
 }
 
+/// Output as it arrives, to whoever watches the command's progress.
+fn tap(last_line: &Option<LastLine>, bytes: &[u8]) {
+    if let Some(last_line) = last_line {
+        last_line.feed(bytes);
+    }
+}
+
 struct Waiter {
     child: Child,
     pidfd: OwnedFd,
     deadline: Option<Instant>,
     grace: Duration,
     limit: usize,
+    last_line: Option<LastLine>,
 }
 
 /// What the waiter is doing about the command's end.
@@ -363,6 +372,7 @@ impl Waiter {
             deadline: req.timeout.map(|t| started + t),
             grace: req.grace,
             limit: req.output_limit,
+            last_line: req.last_line.clone(),
         })
     }
 
@@ -419,6 +429,7 @@ impl Waiter {
                 if fds[idx].revents != 0 {
                     let got = read_into(fds[idx].fd, &mut buf, |b| {
                         combined.push(b);
+                        tap(&self.last_line, b);
                         if stream == 0 {
                             stdout.push(b)
                         } else {
@@ -437,10 +448,12 @@ impl Waiter {
                 // hold the pipes open, so stop at the first empty read.
                 drain(out_r.as_raw_fd(), &mut buf, |b| {
                     combined.push(b);
+                    tap(&self.last_line, b);
                     stdout.push(b)
                 });
                 drain(err_r.as_raw_fd(), &mut buf, |b| {
                     combined.push(b);
+                    tap(&self.last_line, b);
                     stderr.push(b)
                 });
                 drain(report_r.as_raw_fd(), &mut buf, |b| report.extend_from_slice(b));

@@ -53,6 +53,9 @@ pub fn run(channel: &Channel, req: &ExecRequest, cancel: &CancelToken) -> Result
                 let captured = if stream == 1 { &mut outcome.stdout } else { &mut outcome.stderr };
                 captured.push(&data);
                 outcome.combined.push(&data);
+                if let Some(last_line) = &req.last_line {
+                    last_line.feed(&data);
+                }
             }
             Ok(Frame { message: Message::Exited { status, .. }, .. }) => break Some(status),
             Ok(Frame { message: Message::Failed { failure, .. }, .. }) => {

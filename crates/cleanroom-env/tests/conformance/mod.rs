@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use cleanroom_env::{
     image, Backend, CancelToken, EnvError, EnvSpec, Environment, ExecRequest, ExitStatus, Globs, HostMount,
-    LimitState, Manifest, Needs, Network, PhaseOptions, PreparedImage, ReadError, SweepReport, Unmet,
-    WalkLimits,
+    LastLine, LimitState, Manifest, Needs, Network, PhaseOptions, PreparedImage, ReadError, SweepReport,
+    Unmet, WalkLimits,
 };
 
 /// The contract of every backend, as `#[test]` functions over `$backend()`.
@@ -47,7 +47,7 @@ macro_rules! conformance_tests {
 /// and tests that it has none (the rootless sandbox, docs/rootless.md).
 macro_rules! conformance_tests_but_limits {
     ($backend:path, $run:path) => {
-        conformance::each_test!($backend, $run; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, outbound_network_reaches_registries_but_not_the_host, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, the_harness_serves_a_port_on_the_environments_own_loopback, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute, host_mounts_are_read_only_and_leave_no_trace);
+        conformance::each_test!($backend, $run; files_never_reach_the_host_through_what_the_agent_planted, commands_run_and_report_their_own_status, output_reaches_its_watcher_as_it_arrives, files_persist_across_phases_and_are_reachable_from_the_host, ending_a_phase_kills_detached_processes, outbound_network_reaches_registries_but_not_the_host, timeouts_and_cancellation_kill_the_command, output_floods_are_bounded, destroy_leaves_nothing_on_the_host, the_harness_serves_a_port_on_the_environments_own_loopback, sealed_paths_cannot_be_changed_removed_or_swapped_during_the_phase, the_diff_tells_nothing_of_the_hosts_paths, the_diff_leaves_out_exactly_what_the_harness_made, a_chain_deeper_than_path_max_is_listed_to_the_bound, an_access_watch_sees_what_commands_open_and_execute, host_mounts_are_read_only_and_leave_no_trace);
     };
 }
 
@@ -321,6 +321,37 @@ pub fn memory_disk_and_process_limits_are_enforced(backend: &dyn Backend) {
     }
     let (_, out) = sh(env.as_ref(), "for i in $(seq 100); do sleep 30 & done 2>&1; jobs | wc -l");
     assert!(out.contains("Resource temporarily unavailable") || out.contains("fork"), "{out}");
+    env.destroy().unwrap();
+}
+
+/// The last line a command printed is there while it runs (the terminal's
+/// progress lines read it), not only when it has ended.
+pub fn output_reaches_its_watcher_as_it_arrives(backend: &dyn Backend) {
+    let mut env = backend.create(&spec()).expect("create environment");
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let last_line = LastLine::new();
+    let mut req = ExecRequest::login_shell("echo one; echo 'Building wheel'; sleep 1000", "/", vec![]);
+    req.last_line = Some(last_line.clone());
+    req.timeout = Some(Duration::from_secs(120));
+    let cancel = CancelToken::new().unwrap();
+    let watcher = {
+        let (last_line, cancel) = (last_line.clone(), cancel.clone());
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let seen = loop {
+                match last_line.get() {
+                    Some(line) if line == "Building wheel" => break true,
+                    _ if std::time::Instant::now() > deadline => break false,
+                    _ => std::thread::sleep(Duration::from_millis(20)),
+                }
+            };
+            cancel.cancel();
+            seen
+        })
+    };
+    let out = env.exec(&req, &cancel).unwrap();
+    assert!(watcher.join().unwrap(), "the line was not there while the command ran");
+    assert_eq!(out.status, ExitStatus::Cancelled, "the watcher's cancel ended it, not its end");
     env.destroy().unwrap();
 }
 
