@@ -44,6 +44,11 @@ fn make_task(root: &Path, id: &str, expected: u32, extra: &str) -> PathBuf {
     dir
 }
 
+/// `cleanroom tasks check --jobs 2` of `tasks`, its trials kept under `out`.
+fn check(tasks: &Path, out: &Path) -> std::process::Output {
+    cleanroom().args(["tasks", "check", "--jobs", "2", "--out"]).arg(out).arg(tasks).output().unwrap()
+}
+
 /// `cleanroom run` of the oracle and the script `agent` on `tasks`, which
 /// must succeed; its output and its run directory.
 fn run_oracle_and(tasks: &Path, agent: &Path, runs: &Path) -> (std::process::Output, PathBuf) {
@@ -75,12 +80,7 @@ fn tasks_check_runs_the_substitution_battery_and_names_what_passes() {
     let extra = "[substitutes]\ndebian = [\"bc\"]\nagents = [\"substitutes/touch.sh\"]\n";
     let task = make_task(&out, "weak", 3, extra);
     std::fs::write(task.join("substitutes/touch.sh"), "touch /opt/deployed\n").unwrap();
-    let output = cleanroom()
-        .args(["tasks", "check", "--jobs", "2", "--out"])
-        .arg(out.join("checks"))
-        .arg(&task)
-        .output()
-        .unwrap();
+    let output = check(&task, &out.join("checks"));
     let report = text(&output);
     assert_eq!(output.status.code(), Some(2), "{report}");
     assert!(row(&report, "weak").contains("1/3 failed"), "{report}");
@@ -97,12 +97,7 @@ fn tasks_check_runs_the_substitution_battery_and_names_what_passes() {
     let toml = std::fs::read_to_string(task.join("task.toml")).unwrap();
     std::fs::write(task.join("task.toml"), toml.replace("[\"data/**\"]", "[\"data/**\", \"count.sh\"]"))
         .unwrap();
-    let output = cleanroom()
-        .args(["tasks", "check", "--jobs", "2", "--out"])
-        .arg(out.join("checks"))
-        .arg(&task)
-        .output()
-        .unwrap();
+    let output = check(&task, &out.join("checks"));
     let report = text(&output);
     assert!(output.status.success(), "{report}");
     assert!(row(&report, "fit").contains("2/2 failed"), "{report}");
@@ -141,14 +136,9 @@ fn a_negative_control_fails_its_oracle_and_a_forged_pass_is_flagged_and_not_coun
                  [substitutes]\nreplay = false\n";
     make_task(&tasks, "control", 4, extra);
     make_task(&tasks, "honest", 3, "[substitutes]\nreplay = false\n");
-    let check = cleanroom()
-        .args(["tasks", "check", "--jobs", "2", "--out"])
-        .arg(out.join("checks"))
-        .arg(&tasks)
-        .output()
-        .unwrap();
-    assert!(check.status.success(), "{}", text(&check));
-    assert!(row(&text(&check), "control").starts_with("control  failed (self_stop)"), "{}", text(&check));
+    let checked = check(&tasks, &out.join("checks"));
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert!(row(&text(&checked), "control").starts_with("control  failed (self_stop)"), "{}", text(&checked));
 
     let forger = out.join("forger.sh");
     std::fs::write(

@@ -5,12 +5,13 @@
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
-use cleanroom_env::{image, open_backend, CancelToken};
+use cleanroom_env::{image, open_backend, Backend, CancelToken};
 use cleanroom_runner::{
     prepare, run, AgentEntry, AgentSetup, Event, EventKind, NothingKept, Phase, Plan, Preparation, RunInput,
+    Staged,
 };
 use cleanroom_store::{FailureClass, Outcome};
-use cleanroom_task::load_task;
+use cleanroom_task::{load_task, Task};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cleanroom-runner-{name}-{}", std::process::id()));
@@ -37,6 +38,30 @@ fn write_task(dir: &Path) {
         "[[step]]\nname = \"s\"\nrun = \"test -f /opt/deployed\"\n",
     )
     .unwrap();
+}
+
+/// One trial of each task × agent, one at a time, no retry, no progress.
+fn one_trial<'a>(
+    tasks: &'a [Task],
+    agents: &'a [AgentEntry],
+    setup: &'a AgentSetup,
+    backend: &'a dyn Backend,
+    artifacts: &'a Staged,
+) -> RunInput<'a> {
+    RunInput {
+        tasks,
+        agents,
+        trials: 1,
+        jobs: 1,
+        retries: 0,
+        timeout_multiplier: 1.0,
+        allow_unlimited: false,
+        agent_setup: setup,
+        backend,
+        artifacts,
+        cancel: CancelToken::new().unwrap(),
+        progress_every: None,
+    }
 }
 
 /// What trial `n` went through, in order.
@@ -69,18 +94,9 @@ fn a_real_run_reports_each_trial_phase_by_phase() {
         [AgentEntry { spec: cleanroom_agent::AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into() }];
     let setup = AgentSetup::default();
     let input = RunInput {
-        tasks: &tasks,
-        agents: &agents,
         trials: 2,
         jobs: 2,
-        retries: 0,
-        timeout_multiplier: 1.0,
-        allow_unlimited: false,
-        agent_setup: &setup,
-        backend: backend.as_ref(),
-        artifacts: &prepared.artifacts,
-        cancel: CancelToken::new().unwrap(),
-        progress_every: None,
+        ..one_trial(&tasks, &agents, &setup, backend.as_ref(), &prepared.artifacts)
     };
     let ran = run(&input, Plan::resume(&input, &NothingKept), &mut |e| -> Result<(), Infallible> {
         events.push(e.clone());
@@ -138,18 +154,8 @@ fn a_long_trial_reports_its_phase_time_and_the_agents_last_line_while_it_runs() 
     }];
     let setup = AgentSetup::default();
     let input = RunInput {
-        tasks: &tasks,
-        agents: &agents,
-        trials: 1,
-        jobs: 1,
-        retries: 0,
-        timeout_multiplier: 1.0,
-        allow_unlimited: false,
-        agent_setup: &setup,
-        backend: backend.as_ref(),
-        artifacts: &prepared.artifacts,
-        cancel: CancelToken::new().unwrap(),
         progress_every: Some(std::time::Duration::from_millis(100)),
+        ..one_trial(&tasks, &agents, &setup, backend.as_ref(), &prepared.artifacts)
     };
     let mut seen = Vec::new();
     let ran = run(&input, Plan::resume(&input, &NothingKept), &mut |e| -> Result<(), Infallible> {
