@@ -295,7 +295,14 @@ impl Report {
 
     /// The trials of `task` and `arm`, by trial number.
     pub fn cell(&self, task: &str, arm: usize) -> Vec<&TrialRecord> {
-        self.trials.iter().filter(|t| t.arm == arm && t.record.task == task).map(|t| &t.record).collect()
+        // `trials` is ordered by task, arm and trial: the cell is one run of
+        // it, found by bisection (the matrix asks for every cell).
+        let start = self.trials.partition_point(|t| (t.record.task.as_str(), t.arm) < (task, arm));
+        self.trials[start..]
+            .iter()
+            .take_while(|t| t.arm == arm && t.record.task == task)
+            .map(|t| &t.record)
+            .collect()
     }
 
     pub fn counts(&self, arm: usize) -> ArmCounts {

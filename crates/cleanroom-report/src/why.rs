@@ -56,12 +56,7 @@ pub fn first_failure(r: &TrialRecord) -> Option<String> {
     if let Some(step) =
         verdict.steps.iter().find(|s| matches!(s.status, StepStatus::Failed | StepStatus::TimedOut))
     {
-        let how = match (step.status, step.exit_code) {
-            (StepStatus::TimedOut, _) => "timed out".to_string(),
-            (_, Some(code)) => format!("exited {code}"),
-            (_, None) => "failed".to_string(),
-        };
-        return Some(format!("{} step {} {how}", step.stage.as_str(), step.name));
+        return Some(format!("{} step {} {}", step.stage.as_str(), step.name, step.ending()));
     }
     let check = verdict.checks.iter().find(|c| !c.passed)?;
     Some(format!("check {}: expected {}, observed {}", check.name, check.expected, check.observed))

@@ -47,6 +47,20 @@ pub enum VerdictStage {
     Results,
 }
 
+impl StepResult {
+    /// How the step ended, in a few words: `exited 2`, `timed out`, `did
+    /// not run`, `passed`, or `failed` when it has no exit code.
+    pub fn ending(&self) -> String {
+        match (self.status, self.exit_code) {
+            (StepStatus::TimedOut, _) => "timed out".to_string(),
+            (StepStatus::NotRun, _) => "did not run".to_string(),
+            (StepStatus::Passed, _) => "passed".to_string(),
+            (StepStatus::Failed, Some(code)) => format!("exited {code}"),
+            (StepStatus::Failed, None) => "failed".to_string(),
+        }
+    }
+}
+
 impl VerdictStage {
     pub const ALL: [VerdictStage; 5] = [
         VerdictStage::None,

@@ -298,13 +298,7 @@ fn describe(r: &TrialRecord) -> String {
     }
     if let Some(v) = &r.verdict {
         if let Some(step) = v.steps.iter().find(|s| !matches!(s.status, StepStatus::Passed)) {
-            let how = match (step.status, step.exit_code) {
-                (StepStatus::TimedOut, _) => "timed out".to_string(),
-                (StepStatus::NotRun, _) => "did not run".to_string(),
-                (_, Some(code)) => format!("exited {code}"),
-                (_, None) => "failed".to_string(),
-            };
-            text.push_str(&format!("; {} step `{}` {how}", step.stage.as_str(), step.name));
+            text.push_str(&format!("; {} step `{}` {}", step.stage.as_str(), step.name, step.ending()));
         }
         if let Some(c) = v.checks.iter().find(|c| !c.passed) {
             text.push_str(&format!("; check `{}`: expected {}, observed {}", c.name, c.expected, c.observed));
