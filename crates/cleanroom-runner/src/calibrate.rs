@@ -149,10 +149,15 @@ fn propose_range(lo: f64, hi: f64, mean: f64, half: f64, tighten: bool) -> Propo
     // and short to read.
     let place = pad.log10().floor() as i32 - 1;
     let (new_lo, new_hi) = (round_at(mean - pad, place, false), round_at(mean + pad, place, true));
+    // A bound moves only where what was observed crosses it: the floor pads
+    // a bound that moves, but an analytic one that holds (a fraction's 0)
+    // stays as the author wrote it. A range of one point is an exact value,
+    // floored as one.
+    let reach = if lo == hi { pad } else { half };
     let (lo2, hi2) = if tighten {
         (new_lo, new_hi)
     } else {
-        (if mean - pad < lo { new_lo } else { lo }, if mean + pad > hi { new_hi } else { hi })
+        (if mean - reach < lo { new_lo } else { lo }, if mean + reach > hi { new_hi } else { hi })
     };
     if (lo2, hi2) == (lo, hi) {
         Proposal::Keep
@@ -297,6 +302,9 @@ mod tests {
         };
         assert_eq!(lo, 3.0);
         assert!(hi > 3.3 && hi < 3.4, "{hi}");
+        // A bound the values sit on exactly holds: the floor does not move it.
+        let fraction = Comparison::Range { lo: 0.0, hi: 0.01 };
+        assert_eq!(propose(&fraction, &[0.0, 0.0], false), Some(Proposal::Keep));
         // Tightened, both sides hold the interval, rounded outward.
         let values = [2.0001229, 2.0001231, 2.000123, 2.000123];
         let (mean, half) = prediction_interval(&values).unwrap();
