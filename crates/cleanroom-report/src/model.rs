@@ -426,15 +426,24 @@ impl Report {
     }
 
     /// Every pair of arms, in column order (see `PAIRING_RULE`).
+    /// Each task's verdict of `arm` under [`PAIRING_RULE`]: its first
+    /// judged trial, by task.
+    pub fn first_judged(&self, arm: usize) -> BTreeMap<&str, &TrialRecord> {
+        let mut m = BTreeMap::new();
+        // Trials are sorted by trial number within a task and arm.
+        for t in self.of_arm(arm).filter(|t| t.judged()) {
+            m.entry(t.record.task.as_str()).or_insert(&t.record);
+        }
+        m
+    }
+
     pub fn comparisons(&self) -> Vec<PairRow> {
         let first: Vec<BTreeMap<&str, bool>> = (0..self.arms.len())
             .map(|a| {
-                let mut m = BTreeMap::new();
-                // Trials are sorted by trial number within a task and arm.
-                for t in self.of_arm(a).filter(|t| t.judged()) {
-                    m.entry(t.record.task.as_str()).or_insert(t.record.outcome == Outcome::Passed);
-                }
-                m
+                self.first_judged(a)
+                    .into_iter()
+                    .map(|(task, r)| (task, r.outcome == Outcome::Passed))
+                    .collect()
             })
             .collect();
         let mut rows = Vec::new();

@@ -9,7 +9,6 @@ use serde::Deserialize;
 
 use cleanroom_report::tables::{comparisons, outcome_text, EXPLAIN_PAIRS};
 use cleanroom_report::{html_table, Report, ReportInput, RunInput, SliceBy, PAIRING_RULE};
-use cleanroom_store::{Outcome, TrialRecord};
 
 use crate::page::{h, page, trial_href};
 use crate::source::{LoadedRun, RunEntry};
@@ -43,16 +42,6 @@ fn only(run: &LoadedRun, agent: &str) -> RunInput {
         agents: vec![agent.to_string()],
         records: run.records.iter().filter(|r| r.agent_id == agent).cloned().collect(),
     }
-}
-
-/// The first judged trial of `agent` on each task: the verdict a pair uses.
-fn first_judged<'a>(run: &'a LoadedRun, agent: &str, task: &str) -> Option<&'a TrialRecord> {
-    run.records
-        .iter()
-        .filter(|r| {
-            r.agent_id == agent && r.task == task && matches!(r.outcome, Outcome::Passed | Outcome::Failed)
-        })
-        .min_by_key(|r| r.trial)
 }
 
 pub fn render_compare(a: (&LoadedRun, &str), b: (&LoadedRun, &str)) -> String {
@@ -95,11 +84,9 @@ pub fn render_compare(a: (&LoadedRun, &str), b: (&LoadedRun, &str)) -> String {
     o.push_str("<h2>Tasks where they differ</h2>\n");
     let mut rows = String::new();
     let mut same = 0;
-    for task in &report.task_ids {
-        let (Some(ra), Some(rb)) = (first_judged(run_a, agent_a, task), first_judged(run_b, agent_b, task))
-        else {
-            continue;
-        };
+    let (first_a, first_b) = (report.first_judged(0), report.first_judged(1));
+    for (task, ra) in &first_a {
+        let Some(rb) = first_b.get(task) else { continue };
         if ra.outcome == rb.outcome {
             same += 1;
             continue;
