@@ -21,6 +21,42 @@ args=(
     -o "$CLEANROOM_LOG_DIR/traj.json"
     -t "$(cat "$CLEANROOM_INSTRUCTION_FILE")"
 )
+launch=("$P/bin/mini")
+# Started again by the completion gate: mini-swe-agent has no resume of its
+# own, so its default agent is handed the conversation it saved (traj.json)
+# in place of a fresh one, with the gate's report as the next message. The
+# launcher's directory is on sys.path by Python's rule, not by PYTHONPATH,
+# which the agent's commands would inherit.
+if [ -n "${CLEANROOM_RESUME_FILE:-}" ]; then
+    launcher=$CLEANROOM_LOG_DIR/mini-resume.py
+    cat >"$launcher" <<'PY'
+import json
+import sys
+
+from minisweagent.agents.default import DefaultAgent
+from minisweagent.run.mini import app
+
+SAVED, REPORT = sys.argv.pop(1), sys.argv.pop(1)
+
+
+class ResumingAgent(DefaultAgent):
+    resumed = False
+
+    def add_messages(self, *messages):
+        if not self.resumed:
+            self.resumed = True
+            with open(SAVED) as f:
+                prior = [m for m in json.load(f)["messages"] if m.get("role") != "exit"]
+            with open(REPORT) as f:
+                messages = (*prior, self.model.format_message(role="user", content=f.read()))
+        return super().add_messages(*messages)
+
+
+sys.exit(app())
+PY
+    launch=("$P/python/bin/python3" "$launcher" "$CLEANROOM_LOG_DIR/traj.json" "$CLEANROOM_RESUME_FILE")
+    args[1]=__main__.ResumingAgent
+fi
 exec env -i \
     PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}" \
     HOME="${HOME:-/root}" LANG=C.UTF-8 TERM=dumb \
@@ -28,4 +64,4 @@ exec env -i \
     MSWEA_CONFIGURED=true MSWEA_SILENT_STARTUP=1 \
     MSWEA_GLOBAL_CONFIG_DIR="$CLEANROOM_LOG_DIR/mini-config" \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
-    "$P/bin/mini" "${args[@]}"
+    "${launch[@]}" "${args[@]}"

@@ -39,10 +39,30 @@ enable_mcp = false
 [sandbox]
 timeout = 1800
 TOML
+# Sessions are named, so that a restart by the completion gate finds the
+# session the previous run saved in the file store (its id hashes the name
+# with the store's own secret) and goes on from it, the gate's report as the
+# new user message. A session that ended in an error (a loop OpenHands
+# detected, say) cannot go on: restored headless, its history trips the same
+# check at once, and OpenHands would drop the message. Such a run is followed
+# by a new session, whose instruction tells what happened before.
+session=cleanroom-1
+task=$CLEANROOM_INSTRUCTION_FILE
+if [ -n "${CLEANROOM_RESUME_FILE:-}" ]; then
+    session=$(cat "$L/openhands/session")
+    events=$(echo "$L/openhands/store/sessions/$session"-*/events)
+    last=$(cd "$events" 2>/dev/null && grep -l '"agent_state_changed"' -- *.json | sort -n | tail -1) || true
+    if [ -n "$last" ] && ! grep -q '"agent_state": "error"' "$events/$last"; then
+        task=$CLEANROOM_RESUME_FILE
+    else
+        session=cleanroom-$CLEANROOM_RUN
+    fi
+fi
+echo "$session" >"$L/openhands/session"
 cd "$CLEANROOM_WORKDIR"
 exec env -i \
     PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}" \
     HOME="${HOME:-/root}" LANG=C.UTF-8 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     "$P/bin/openhands-headless" --config-file "$L/openhands/config.toml" \
-    -c CodeActAgent -f "$CLEANROOM_INSTRUCTION_FILE"
+    -c CodeActAgent -n "$session" -f "$task"

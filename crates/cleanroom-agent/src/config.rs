@@ -97,6 +97,8 @@ struct FileAgent {
     logs: Vec<String>,
     #[serde(default)]
     stop_hook: bool,
+    #[serde(default)]
+    resume: bool,
 }
 
 const DIALECTS: &[&str] = &["openai-chat", "anthropic-messages", "openai-responses"];
@@ -169,6 +171,7 @@ impl Config {
                 model: agent.model,
                 logs: agent.logs,
                 stop_hook: agent.stop_hook,
+                resume: agent.resume,
             };
             self.agents.insert(name, resolved);
         }

@@ -9,13 +9,14 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, Globs};
+use cleanroom_env::{CancelToken, Captured, EnvError, Environment, ExecRequest, Files, Globs};
 use cleanroom_model::atif;
 use cleanroom_model::forwarder::{Fatal, Forwarder, GateAnswer, OnGate, PORT};
-use cleanroom_model::{Budget, ChatClient, ExternalAgent, GateMode, Gateway, Meter};
+use cleanroom_model::{Budget, ChatClient, ExternalAgent, GateMechanism, Gateway, Meter};
 use cleanroom_task::Task;
 
-use crate::llm::gate::{experiment_command, Decision, Gate};
+use crate::llm::gate::Gate;
+use crate::restart::{self, RestartFiles};
 use crate::workspace::{agent_environment, random_hex, WORKSPACE};
 use crate::{stop_of, AgentContext, AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
 
@@ -139,42 +140,41 @@ enum GateMessage {
     AgentEnded,
 }
 
-/// The gate's answer to a stop, recorded in `decisions`. A gate that cannot
-/// run lets the agent stop (and says why).
-fn answer_stop(
-    gate: &mut Gate,
-    env: &dyn Environment,
-    task: &Task,
+/// The gate over one external agent's runs: it asks the gate when the
+/// agent stops, keeps the decisions for the trajectory, and notes whether
+/// the agent acted since the last one (from the forwarder's exchanges).
+struct Holder<'a> {
+    gate: Gate,
+    env: &'a dyn Environment,
+    task: &'a Task,
+    gateway: &'a Gateway,
     deadline: Instant,
-    cancel: &CancelToken,
-    decisions: &mut Vec<serde_json::Value>,
-) -> GateAnswer {
-    let command = experiment_command(task).unwrap_or_default();
-    let (answer, record) = match gate.on_finish(env, task, deadline, cancel) {
-        Ok(Decision::Accept { report, note }) => (
-            GateAnswer { allow_stop: true, message: String::new() },
-            serde_json::json!({"decision": "accepted", "note": note, "report": report.as_ref().map(|r| r.to_json())}),
-        ),
-        Ok(Decision::Report { report, refused }) => {
-            let mut text = report.to_text(command, &task.spec.artifact.dest);
-            text.push_str(if refused {
-                "\n\nStopping is refused until the designated experiment succeeds."
-            } else {
-                "\n\nYou may stop again to end anyway."
-            });
-            let verdict = if refused { "refused" } else { "advised" };
-            (
-                GateAnswer { allow_stop: false, message: text },
-                serde_json::json!({"decision": verdict, "report": report.to_json()}),
-            )
+    cancel: &'a CancelToken,
+    /// The trajectory's records of the decisions.
+    decisions: Vec<serde_json::Value>,
+    /// The last exchange seen at the last decision.
+    since: u32,
+}
+
+impl Holder<'_> {
+    /// The gate's decision on a stop in run `run`: the message for the
+    /// agent when it may not stop yet. A gate that cannot run lets the
+    /// agent stop (and says why).
+    fn ask(&mut self, run: u32) -> Option<String> {
+        let exchanges = self.gateway.exchanges();
+        if restart::acted_since(&exchanges, self.since) {
+            self.gate.note_action();
         }
-        Err(e) => (
-            GateAnswer { allow_stop: true, message: String::new() },
-            serde_json::json!({"decision": "accepted", "note": format!("the gate could not run: {e}")}),
-        ),
-    };
-    decisions.push(record);
-    answer
+        self.since = restart::last_seq(&exchanges);
+        let decision = match self.gate.on_finish(self.env, self.task, self.deadline, self.cancel) {
+            Ok(decision) => decision,
+            Err(e) => self.gate.note_failure(&e.to_string()),
+        };
+        let mut record = decision.to_json();
+        record["run"] = run.into();
+        self.decisions.push(record);
+        decision.message(self.task, "stop")
+    }
 }
 
 /// Installs every external agent the run uses.
@@ -202,20 +202,20 @@ pub(crate) fn run(
     cancel: &CancelToken,
 ) -> Result<AgentRun, EnvError> {
     let started = Instant::now();
-    let recorded_gate = crate::recorded_gate(
-        &crate::AgentSpec::Command { name: name.into(), model: model_name.into() },
-        ctx,
-        task,
-    );
+    let spec = crate::AgentSpec::Command { name: name.into(), model: model_name.into() };
+    let recorded_gate = crate::recorded_gate(&spec, ctx, task);
+    let held_by = crate::gate_mechanism(&spec, ctx, task);
     let agent = ctx.config.agent(name).map_err(EnvError::Phase)?;
     let model = ctx.config.model(model_name).map_err(EnvError::Phase)?;
     let prefix =
         ctx.installed.get(name).ok_or_else(|| EnvError::Phase(format!("agent {name} was not installed")))?;
+    let deadline = started + timeout;
+    // One budget for all the agent's runs: a restart gets what is left.
     let budget = Budget {
         max_steps: ctx.max_steps,
         max_tokens: ctx.max_tokens,
         max_cost_usd: ctx.max_cost_usd,
-        deadline: Some(started + timeout),
+        deadline: Some(deadline),
     };
     let client = match ChatClient::new(model) {
         Ok(c) => c,
@@ -235,9 +235,9 @@ pub(crate) fn run(
     let listener = env.listen_loopback(PORT)?;
     // The stop hook's questions come here, to be answered on this thread
     // (which has the environment) while the agent runs on another.
-    let gated = agent.stop_hook && ctx.gate != GateMode::Off && experiment_command(task).is_some();
+    let hooked = held_by == Some(GateMechanism::Hook);
     let (to_gate, gate_requests) = mpsc::channel::<GateMessage>();
-    let on_gate: Option<OnGate> = gated.then(|| {
+    let on_gate: Option<OnGate> = hooked.then(|| {
         let to_gate = Mutex::new(to_gate.clone());
         Arc::new(move || {
             let (reply, answer) = mpsc::channel();
@@ -267,40 +267,103 @@ pub(crate) fn run(
             ("CLEANROOM_MODEL_BASE_URL", format!("http://127.0.0.1:{PORT}")),
             ("CLEANROOM_MODEL_TOKEN", token),
             ("CLEANROOM_MODEL", model_name.to_string()),
-            ("CLEANROOM_INSTRUCTION_FILE", format!("{WORKSPACE}/INSTRUCTION.md")),
             ("CLEANROOM_WORKDIR", WORKSPACE.to_string()),
-            ("CLEANROOM_MAX_STEPS", ctx.max_steps.map(|n| n.to_string()).unwrap_or_default()),
             ("CLEANROOM_LOG_DIR", log_dir.clone()),
         ]
         .map(|(k, v)| (k.to_string(), v)),
     );
-    if gated {
+    if hooked {
         vars.push(("CLEANROOM_GATE".into(), recorded_gate.as_str().into()));
     }
-    let req = ExecRequest {
-        argv: vec!["/bin/bash".into(), script],
-        cwd: WORKSPACE.into(),
-        env: vars,
-        timeout: Some(timeout),
-        grace: Duration::from_secs(10),
-        output_limit: AGENT_OUTPUT_LIMIT,
-        last_line: ctx.last_line.clone(),
+    let mut holder = Holder {
+        gate: Gate::new(ctx.gate),
+        env,
+        task,
+        gateway: &gateway,
+        deadline,
+        cancel: &agent_cancel,
+        decisions: Vec::new(),
+        since: 0,
     };
-    let mut gate = Gate::new(ctx.gate);
-    let mut decisions = Vec::new();
-    let deadline = started + timeout;
-    let out = std::thread::scope(|scope| {
-        let running = scope.spawn(|| {
-            let out = env.exec(&req, &agent_cancel);
-            let _ = to_gate.send(GateMessage::AgentEnded);
-            out
-        });
-        while let Ok(GateMessage::Stop(reply)) = gate_requests.recv() {
-            let answer = answer_stop(&mut gate, env, task, deadline, &agent_cancel, &mut decisions);
-            let _ = reply.send(answer);
+    let mut output = Captured::new(AGENT_OUTPUT_LIMIT);
+    let mut native_logs = Vec::new();
+    let mut run = 1;
+    let mut runs = || -> Result<cleanroom_env::ExecOutcome, EnvError> {
+        let mut restart: Option<RestartFiles> = None;
+        loop {
+            let mut req = ExecRequest {
+                argv: vec!["/bin/bash".into(), script.clone()],
+                cwd: WORKSPACE.into(),
+                env: vars.clone(),
+                timeout: Some(deadline.saturating_duration_since(Instant::now())),
+                grace: Duration::from_secs(10),
+                output_limit: AGENT_OUTPUT_LIMIT,
+                last_line: ctx.last_line.clone(),
+            };
+            let instruction = restart
+                .as_ref()
+                .map_or_else(|| format!("{WORKSPACE}/INSTRUCTION.md"), |r| r.instruction.clone());
+            let steps_left =
+                ctx.max_steps.map(|max| max.saturating_sub(gateway.totals().requests).to_string());
+            req.env.extend(
+                [
+                    ("CLEANROOM_INSTRUCTION_FILE", instruction),
+                    ("CLEANROOM_MAX_STEPS", steps_left.unwrap_or_default()),
+                    ("CLEANROOM_RUN", run.to_string()),
+                ]
+                .map(|(k, v)| (k.to_string(), v)),
+            );
+            if let Some(resume) = restart.as_ref().and_then(|r| r.resume.clone()) {
+                req.env.push(("CLEANROOM_RESUME_FILE".into(), resume));
+            }
+            let out = std::thread::scope(|scope| {
+                let running = scope.spawn(|| {
+                    let out = env.exec(&req, &agent_cancel);
+                    let _ = to_gate.send(GateMessage::AgentEnded);
+                    out
+                });
+                while let Ok(GateMessage::Stop(reply)) = gate_requests.recv() {
+                    let answer = match holder.ask(run) {
+                        Some(message) => GateAnswer { allow_stop: false, message },
+                        None => GateAnswer { allow_stop: true, message: String::new() },
+                    };
+                    let _ = reply.send(answer);
+                }
+                running.join().unwrap_or_else(|_| Err(EnvError::Phase("the agent's thread panicked".into())))
+            })?;
+            output.push(&out.combined.to_bytes());
+            native_logs.push(read_native_logs(root, &log_dir, &agent.logs));
+            // Started again only when the CLI ended on its own, with budget
+            // left, and the gate will not let it stop.
+            let ended_on_its_own = matches!(out.status, cleanroom_env::ExitStatus::Exited(_))
+                && fatal.lock().unwrap_or_else(|p| p.into_inner()).is_none()
+                && !cancel.is_cancelled()
+                && ctx.max_steps.is_none_or(|max| gateway.totals().requests < max);
+            if held_by != Some(GateMechanism::Restart) || !ended_on_its_own {
+                return Ok(out);
+            }
+            let Some(report) = holder.ask(run) else { return Ok(out) };
+            if Instant::now() >= deadline {
+                return Ok(out);
+            }
+            run += 1;
+            let instruction = crate::workspace::instruction_text(task);
+            let exchanges = gateway.exchanges();
+            restart = Some(restart::write_files(
+                root,
+                &private,
+                run,
+                agent.resume,
+                &instruction,
+                &report,
+                &exchanges,
+            )?);
+            let note =
+                format!("\n[cleanroom] the gate refused the stop; starting the agent again (run {run})\n");
+            output.push(note.as_bytes());
         }
-        running.join().unwrap_or_else(|_| Err(EnvError::Phase("the agent's thread panicked".into())))
-    });
+    };
+    let out = runs();
     forwarder.stop();
     let out = out?;
     let (mut stop, exit_code) = stop_of(&out.status);
@@ -332,12 +395,6 @@ pub(crate) fn run(
             None => {}
         }
     }
-    let mut native_logs = Vec::new();
-    for file in &agent.logs {
-        if let Ok(bytes) = root.read_regular(&format!("{log_dir}/{file}"), NATIVE_LOG_LIMIT) {
-            native_logs.push((file.clone(), bytes));
-        }
-    }
     // The agent's scaffolding goes; what the agent itself did stays.
     if let Some(dir) = private.strip_prefix("/tmp/") {
         if let Ok(globs) = Globs::new(&[dir.to_string()]) {
@@ -347,14 +404,16 @@ pub(crate) fn run(
     let totals = gateway.totals();
     let mut trajectory = atif::from_exchanges(&gateway.exchanges(), name, &agent.version, model_name);
     trajectory.extra.insert("stop".into(), crate::trajectory_stop(stop, error.as_deref()));
-    if !decisions.is_empty() {
-        trajectory.extra.insert("gate".into(), serde_json::Value::Array(decisions));
+    trajectory.extra.insert("runs".into(), run.into());
+    if !holder.decisions.is_empty() {
+        trajectory.extra.insert("gate".into(), serde_json::Value::Array(holder.decisions.clone()));
     }
     Ok(AgentRun {
         stop,
         exit_code,
         duration: started.elapsed(),
-        output: out.combined,
+        output,
+        gate: holder.gate.decisions().to_vec(),
         model: Some(ModelRecord {
             model: model_name.to_string(),
             usage: totals.usage,
@@ -363,8 +422,38 @@ pub(crate) fn run(
             retries: totals.retries,
             trajectory: Some(trajectory.to_json()),
             exchanges: gateway.exchanges_jsonl(),
-            native_logs,
+            native_logs: name_by_run(native_logs),
             error,
         }),
     })
+}
+
+/// The agent's own log files as one run left them.
+fn read_native_logs(root: &dyn Files, log_dir: &str, names: &[String]) -> Vec<(String, Vec<u8>)> {
+    names
+        .iter()
+        .filter_map(|file| {
+            root.read_regular(&format!("{log_dir}/{file}"), NATIVE_LOG_LIMIT)
+                .ok()
+                .map(|bytes| (file.clone(), bytes))
+        })
+        .collect()
+}
+
+/// Each run's logs, the last run's under their own names and earlier ones'
+/// as `run<k>-<name>` (a restart may rewrite a file).
+fn name_by_run(runs: Vec<Vec<(String, Vec<u8>)>>) -> Vec<(String, Vec<u8>)> {
+    let last = runs.len();
+    runs.into_iter()
+        .enumerate()
+        .flat_map(|(i, logs)| {
+            logs.into_iter().map(move |(name, bytes)| {
+                if i + 1 == last {
+                    (name, bytes)
+                } else {
+                    (format!("run{}-{name}", i + 1), bytes)
+                }
+            })
+        })
+        .collect()
 }

@@ -6,11 +6,12 @@
 pub mod config;
 pub mod external;
 pub mod llm;
+mod restart;
 mod spec;
 mod substitute;
 mod workspace;
 
-pub use cleanroom_model::{AppliedGate, GateMode};
+pub use cleanroom_model::{AppliedGate, GateDecision, GateMechanism, GateMode};
 pub use config::{Config, ConfigError};
 pub use spec::{AgentSpec, SpecError};
 pub use workspace::{agent_environment, instruction_text, populate_workspace, WORKSPACE};
@@ -68,6 +69,8 @@ pub struct AgentRun {
     pub duration: Duration,
     /// Everything it printed, both streams in order (bounded: head and tail).
     pub output: Captured,
+    /// The completion gate's decisions, in order.
+    pub gate: Vec<GateDecision>,
     /// For agents that use a model: what that cost and what was said.
     pub model: Option<ModelRecord>,
 }
@@ -133,15 +136,31 @@ pub fn phase_mounts(agent: &AgentSpec, ctx: &AgentContext) -> Vec<HostMount> {
     }
 }
 
-/// The gate as result.json records it for this agent: agents without a
-/// finish the harness can see are not gated.
+/// The gate as result.json records it for this agent: every agent that
+/// uses a model is held to it; oracle, nop and scripts are not agents that
+/// could be told to go on.
 pub fn recorded_gate(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> AppliedGate {
-    let hooked = |name: &str| ctx.config.agents.get(name).is_some_and(|a| a.stop_hook);
     match agent {
-        AgentSpec::Llm { .. } => llm::gate::Gate::recorded(ctx.gate, task),
-        AgentSpec::Command { name, .. } if hooked(name) => llm::gate::Gate::recorded(ctx.gate, task),
+        AgentSpec::Llm { .. } | AgentSpec::Command { .. } => llm::gate::Gate::recorded(ctx.gate, task),
         _ if ctx.gate == GateMode::Off => AppliedGate::Off,
         _ => AppliedGate::Unsupported,
+    }
+}
+
+/// What holds this agent to the gate, when one applies: the built-in
+/// agent's `finish`, an external CLI's stop hook, or else a restart of the
+/// CLI when it ends on its own.
+pub fn gate_mechanism(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> Option<GateMechanism> {
+    if !matches!(recorded_gate(agent, ctx, task), AppliedGate::Advisory | AppliedGate::Enforced) {
+        return None;
+    }
+    match agent {
+        AgentSpec::Llm { .. } => Some(GateMechanism::BuiltIn),
+        AgentSpec::Command { name, .. } => {
+            let hooked = ctx.config.agents.get(name).is_some_and(|a| a.stop_hook);
+            Some(if hooked { GateMechanism::Hook } else { GateMechanism::Restart })
+        }
+        _ => None,
     }
 }
 
@@ -163,6 +182,7 @@ pub fn run_agent(
                 exit_code: Some(0),
                 duration: started.elapsed(),
                 output: Captured::new(0),
+                gate: Vec::new(),
                 model: None,
             })
         }
@@ -210,7 +230,14 @@ pub fn run_agent(
     };
     let out = env.exec(&req, cancel)?;
     let (stop, exit_code) = stop_of(&out.status);
-    Ok(AgentRun { stop, exit_code, duration: started.elapsed(), output: out.combined, model: None })
+    Ok(AgentRun {
+        stop,
+        exit_code,
+        duration: started.elapsed(),
+        output: out.combined,
+        gate: Vec::new(),
+        model: None,
+    })
 }
 
 pub(crate) fn stop_of(status: &ExitStatus) -> (Stop, Option<i32>) {

@@ -97,6 +97,7 @@ fn a_failed_install_says_what_the_recipe_missed() {
         install_files: BTreeMap::new(),
         run_script: String::new(),
         stop_hook: false,
+        resume: false,
         logs: Vec::new(),
     };
     let err = external::install(home.path(), "broken", &agent, &mut |_| {}).unwrap_err();

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::scripted_model::{self, calls, tool_call, Reply};
+use common::scripted_model::{self, calls, make, say, tool_call, Reply};
 use common::*;
 use serde_json::{json, Value};
 
@@ -195,21 +195,47 @@ fn the_enforced_gate_refuses_until_the_experiment_succeeds() {
     ];
     // Gave up: always finishes without doing anything.
     let quitter = vec![finish("q")];
+    // Ends with a reply without a tool call, which is a stop all the same.
+    let bash = tool_call("t", "bash", json!({"command": CONFIGURE}));
+    let talker = vec![Reply::GateAware { call: bash, done: say("Done.") }];
     let model = scripted_model::start(
         KEY,
-        HashMap::from([("gated".to_string(), script), ("quitter".to_string(), quitter)]),
+        HashMap::from([
+            ("gated".to_string(), script),
+            ("quitter".to_string(), quitter),
+            ("talker".to_string(), talker),
+        ]),
     );
-    let cfg = config(&out, &model.base_url, &["gated", "quitter"], "");
-    let (output, run_dir) =
-        run(&cfg, &out, &["--agent", "llm:gated", "--agent", "llm:quitter", "--gate", "enforced"]);
+    let cfg = config(&out, &model.base_url, &["gated", "quitter", "talker"], "");
+    let agents = ["--agent", "llm:gated", "--agent", "llm:quitter", "--agent", "llm:talker"];
+    let (output, run_dir) = run(&cfg, &out, &[&agents[..], &["--gate", "enforced"]].concat());
     assert!(output.status.success(), "{}", text(&output));
+    let talked = json_file(trial_dir(&run_dir, "llm-talker").join("result.json"));
+    let decisions: Vec<&str> = talked["gate_decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        (talked["outcome"].as_str(), &decisions[..]),
+        (Some("passed"), &["refused", "accepted"][..]),
+        "{talked}"
+    );
 
     let result = json_file(trial_dir(&run_dir, "llm-gated").join("result.json"));
     assert_eq!(
-        (result["outcome"].as_str(), result["gate"].as_str()),
-        (Some("passed"), Some("enforced")),
+        (result["outcome"].as_str(), result["gate"].as_str(), result["gate_mechanism"].as_str()),
+        (Some("passed"), Some("enforced"), Some("built_in")),
         "{result}"
     );
+    let decisions: Vec<&str> = result["gate_decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["refused", "accepted"], "{result}");
     let trajectory = json_file(trial_dir(&run_dir, "llm-gated").join("trajectory.json"));
     let decisions: Vec<&str> = trajectory["steps"]
         .as_array()
@@ -551,8 +577,8 @@ fn the_shipped_agent_clis_deploy_through_the_forwarder_on(backend: &str, names: 
 fn the_gate_holds_claude_code_through_its_stop_hook() {
     let out = temp_out("claude-gate");
     let call = tool_call("call_1", "Bash", json!({"command": CONFIGURE, "description": "configure"}));
-    let model =
-        scripted_model::start(KEY, HashMap::from([("claude".to_string(), vec![Reply::GateAware { call }])]));
+    let gate_aware = Reply::GateAware { call, done: say("Done.") };
+    let model = scripted_model::start(KEY, HashMap::from([("claude".to_string(), vec![gate_aware])]));
     let cfg = config(&out, &model.base_url, &["claude"], "");
     let (output, run_dir) = run(&cfg, &out, &["--agent", "command:claude-code@claude", "--gate", "enforced"]);
     assert!(output.status.success(), "{}", text(&output));
@@ -560,10 +586,11 @@ fn the_gate_holds_claude_code_through_its_stop_hook() {
     let result = json_file(dir.join("result.json"));
     let log = read(dir.join("agent.log"));
     assert_eq!(
-        (result["outcome"].as_str(), result["gate"].as_str()),
-        (Some("passed"), Some("enforced")),
+        (result["outcome"].as_str(), result["gate"].as_str(), result["gate_mechanism"].as_str()),
+        (Some("passed"), Some("enforced"), Some("hook")),
         "{result}\n{log}"
     );
+    assert_eq!(result["gate_decisions"].as_array().map(Vec::len), Some(2), "{result}");
     let trajectory = json_file(dir.join("trajectory.json"));
     let decisions: Vec<&str> = trajectory["extra"]["gate"]
         .as_array()
@@ -578,4 +605,204 @@ fn the_gate_holds_claude_code_through_its_stop_hook() {
         requests.iter().any(|r| r.to_string().contains("Stopping is refused")),
         "the model never saw the report"
     );
+}
+
+/// The CLIs without a stop hook are held by a restart: each scripted model
+/// first says it is done without doing anything; the gate runs the
+/// experiment, refuses, and starts the CLI again, which resumes its own
+/// session with the report as the next message, whereupon the model
+/// configures the artifact and the trial passes. With the gate off, the
+/// same scripts stop early and fail as self_stop.
+#[test]
+fn the_gate_holds_every_cli_by_restarting_it() {
+    let out = temp_out("restart-gate");
+    // (CLI, scripted model). OpenHands twice: stopping through its finish
+    // tool, and stuck saying "Done." until it ends in an error of its own.
+    let agents = [
+        ("mini-swe-agent", "mini-swe-agent"),
+        ("codex", "codex"),
+        ("openhands", "openhands"),
+        ("openhands", "openhands-stuck"),
+    ];
+    const SUBMIT: &str = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT";
+    let call = |name: &str, args: Value| tool_call("call_1", name, args);
+    let replies = |model: &str| match model {
+        // mini-swe-agent ends when a command prints its submit marker.
+        "mini-swe-agent" => Reply::GateAware {
+            call: call("bash", json!({"command": format!("{CONFIGURE} && {SUBMIT}")})),
+            done: make(call("bash", json!({"command": SUBMIT}))),
+        },
+        "codex" => {
+            Reply::GateAware { call: call("exec_command", json!({"cmd": CONFIGURE})), done: say("Done.") }
+        }
+        "openhands" => Reply::GateAware {
+            call: call("execute_bash", json!({"command": CONFIGURE})),
+            done: make(call("finish", json!({"message": "Done."}))),
+        },
+        _ => {
+            Reply::GateAware { call: call("execute_bash", json!({"command": CONFIGURE})), done: say("Done.") }
+        }
+    };
+    let models: Vec<&str> = agents.iter().map(|(_, m)| *m).collect();
+    let scripts: HashMap<String, Vec<Reply>> =
+        models.iter().map(|m| (m.to_string(), vec![replies(m)])).collect();
+    let model = scripted_model::start(KEY, scripts);
+    let cfg = config(&out, &model.base_url, &models, "");
+    let mut args = vec!["--timeout-multiplier", "2"];
+    let specs: Vec<String> = agents.iter().map(|(cli, m)| format!("command:{cli}@{m}")).collect();
+    for s in &specs {
+        args.extend(["--agent", s]);
+    }
+    let trial = |run_dir: &Path, (cli, m): (&str, &str)| trial_dir(run_dir, &format!("command-{cli}-{m}"));
+    let stuck = |(_, m): (&str, &str)| m == "openhands-stuck";
+
+    let instruction = std::fs::read_to_string(fixtures(&format!("{TARGET}/instruction.md"))).unwrap();
+    let instruction_start = instruction.lines().find(|l| !l.trim().is_empty()).unwrap().to_string();
+    let (output, run_dir) = run(&cfg, &out.join("enforced"), &[&args[..], &["--gate", "enforced"]].concat());
+    assert!(output.status.success(), "{}", text(&output));
+    for agent in agents {
+        let dir = trial(&run_dir, agent);
+        let result = json_file(dir.join("result.json"));
+        let log = read(dir.join("agent.log"));
+        assert_eq!(
+            (result["outcome"].as_str(), result["gate"].as_str(), result["gate_mechanism"].as_str()),
+            (Some("passed"), Some("enforced"), Some("restart")),
+            "{agent:?}: {result}\n{log}"
+        );
+        let decisions: Vec<&str> = result["gate_decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["decision"].as_str().unwrap())
+            .collect();
+        assert_eq!(decisions, ["refused", "accepted"], "{agent:?}: {result}");
+        assert_eq!(
+            result["gate_decisions"][0]["missing_outputs"],
+            json!(["results/summary.txt", "results/stations.csv"]),
+            "{result}"
+        );
+        assert_eq!(result["gate_decisions"][1]["succeeded"], true, "{result}");
+        let trajectory = json_file(dir.join("trajectory.json"));
+        assert_eq!(trajectory["extra"]["runs"], 2, "{agent:?}");
+        let runs: Vec<u64> = trajectory["extra"]["gate"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["run"].as_u64().unwrap())
+            .collect();
+        assert_eq!(runs, [1, 2], "{agent:?}");
+        assert!(log.contains("starting the agent again (run 2)"), "{agent:?}: {log}");
+        // Each resumed its own session: the request with the report holds
+        // the first instruction and what came after it, and no retelling;
+        // except OpenHands after its error, which starts a new session told
+        // what happened before.
+        let seen = model.seen.lock().unwrap()[agent.1].clone();
+        let resumed = seen.iter().find(|r| r.to_string().contains("Stopping is refused"));
+        let resumed = resumed.unwrap_or_else(|| panic!("{agent:?}: the model never saw the report"));
+        let users = resumed["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").count();
+        let said = resumed.to_string();
+        let retold = said.contains("You worked on this task before");
+        assert_eq!(retold, stuck(agent), "{agent:?}: {said}");
+        assert!(retold || users >= 2, "{agent:?}: {said}");
+        assert!(said.contains(&instruction_start), "{agent:?}: {said}");
+    }
+
+    let (output, run_dir) = run(&cfg, &out.join("off"), &[&args[..], &["--gate", "off"]].concat());
+    assert!(output.status.success(), "{}", text(&output));
+    for agent in agents {
+        let result = json_file(trial(&run_dir, agent).join("result.json"));
+        assert_eq!(
+            (result["outcome"].as_str(), result["class"].as_str(), result["gate"].as_str()),
+            (Some("failed"), Some("self_stop"), Some("off")),
+            "{agent:?}: {result}"
+        );
+        assert!(result.get("gate_decisions").is_none() && result.get("gate_mechanism").is_none(), "{result}");
+    }
+    assert_no_key(&out);
+}
+
+/// The restart gate's rules, with an agent of the user's own (no way to
+/// resume: each restart is a new session told what happened) that asks
+/// the model once per run and stops. One budget covers every run: with
+/// three steps it is refused twice, started with the steps left each time,
+/// and its third run ends the budget. Advisory reports once, and a stop
+/// with nothing done since is accepted.
+#[test]
+fn restarts_share_one_budget_and_advice_is_given_once() {
+    let out = temp_out("restart-budget");
+    let quitter = Reply::Message { message: say("Done."), prompt: 5, completion: 1 };
+    let model = scripted_model::start(KEY, HashMap::from([("quit".to_string(), vec![quitter])]));
+    let run_sh = out.join("ask-once.sh");
+    std::fs::write(
+        &run_sh,
+        r#"log=$CLEANROOM_LOG_DIR/own.log
+echo "run $CLEANROOM_RUN steps ${CLEANROOM_MAX_STEPS:-none} resume ${CLEANROOM_RESUME_FILE:-none}" >>"$log"
+grep -c "You worked on this task before" "$CLEANROOM_INSTRUCTION_FILE" >>"$log"
+body='{"model":"quit","messages":[{"role":"user","content":"hi"}]}'
+exec 3<>"/dev/tcp/127.0.0.1/${CLEANROOM_MODEL_BASE_URL##*:}"
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: f\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' \
+    "$CLEANROOM_MODEL_TOKEN" "${#body}" "$body" >&3
+cat <&3 >/dev/null
+"#,
+    )
+    .unwrap();
+    let agent = format!(
+        "[agents.ask-once]\nversion = \"1\"\ndialect = \"openai-chat\"\nmodel = \"quit\"\ninstall = \"{}\"\nrun = \"{}\"\nlogs = [\"own.log\"]\n",
+        fixtures("tests/fixtures/agents/bash-http/install.sh"),
+        run_sh.display(),
+    );
+    let cfg = config(&out, &model.base_url, &["quit"], &agent);
+
+    let (output, run_dir) = run(
+        &cfg,
+        &out.join("enforced"),
+        &["--agent", "command:ask-once", "--gate", "enforced", "--max-steps", "3"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let dir = trial_dir(&run_dir, "command-ask-once");
+    let result = json_file(dir.join("result.json"));
+    assert_eq!(
+        (result["stop_reason"].as_str(), result["class"].as_str(), result["steps"].as_u64()),
+        (Some("budget"), Some("budget"), Some(3)),
+        "{result}"
+    );
+    let decisions: Vec<&str> = result["gate_decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["refused", "refused"], "{result}");
+    // Each run's own log is kept; the file grew, run by run.
+    let log = read(dir.join("agent-own-own.log"));
+    assert_eq!(
+        log.lines().collect::<Vec<_>>(),
+        [
+            "run 1 steps 3 resume none",
+            "0",
+            "run 2 steps 2 resume none",
+            "1",
+            "run 3 steps 1 resume none",
+            "1"
+        ],
+        "{log}"
+    );
+    assert!(dir.join("agent-own-run1-own.log").is_file() && dir.join("agent-own-run2-own.log").is_file());
+
+    let (output, run_dir) =
+        run(&cfg, &out.join("advisory"), &["--agent", "command:ask-once", "--gate", "advisory"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let result = json_file(trial_dir(&run_dir, "command-ask-once").join("result.json"));
+    assert_eq!(
+        (result["outcome"].as_str(), result["class"].as_str(), result["gate_mechanism"].as_str()),
+        (Some("failed"), Some("self_stop"), Some("restart")),
+        "{result}"
+    );
+    let decisions: Vec<(&str, &str)> = result["gate_decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["decision"].as_str().unwrap(), d["note"].as_str().unwrap_or_default()))
+        .collect();
+    assert_eq!(decisions, [("advised", ""), ("accepted", "stopped again after the report")], "{result}");
 }

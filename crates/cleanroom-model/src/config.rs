@@ -98,6 +98,11 @@ pub struct ExternalAgent {
     /// (it gets CLEANROOM_GATE when a gate applies).
     #[serde(default)]
     pub stop_hook: bool,
+    /// Whether run.sh resumes the CLI's own session when started again by
+    /// the gate (it gets CLEANROOM_RESUME_FILE); otherwise a restart is a
+    /// new session told what happened before.
+    #[serde(default)]
+    pub resume: bool,
     /// Files the agent writes in CLEANROOM_LOG_DIR that are its own
     /// trajectory, kept with the trial.
     #[serde(default)]

@@ -40,8 +40,8 @@ pub enum AppliedGate {
     Enforced,
     /// The task has no public experiment command to run.
     Unavailable,
-    /// The agent has no finish the harness sees (oracle, nop, scripts,
-    /// external agents without a stop hook).
+    /// The agent has no finish the harness sees: oracle, nop and scripts,
+    /// which are not agents that could be told to go on.
     Unsupported,
 }
 
@@ -64,6 +64,74 @@ impl AppliedGate {
             AppliedGate::Unsupported => "unsupported",
         }
     }
+}
+
+/// What held an agent to the gate: the built-in agent's `finish`, a stop
+/// hook of the agent's CLI, or a restart of a CLI that ended on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateMechanism {
+    BuiltIn,
+    Hook,
+    Restart,
+}
+
+impl GateMechanism {
+    pub const ALL: [GateMechanism; 3] = [GateMechanism::BuiltIn, GateMechanism::Hook, GateMechanism::Restart];
+
+    /// The name, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateMechanism::BuiltIn => "built_in",
+            GateMechanism::Hook => "hook",
+            GateMechanism::Restart => "restart",
+        }
+    }
+}
+
+/// What the gate said to one stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateVerdict {
+    /// The agent may stop.
+    Accepted,
+    /// Advisory: the report went back; the agent may stop again.
+    Advised,
+    /// Enforced: the agent may not stop yet; the report went back.
+    Refused,
+}
+
+impl GateVerdict {
+    pub const ALL: [GateVerdict; 3] = [GateVerdict::Accepted, GateVerdict::Advised, GateVerdict::Refused];
+
+    /// The name, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateVerdict::Accepted => "accepted",
+            GateVerdict::Advised => "advised",
+            GateVerdict::Refused => "refused",
+        }
+    }
+}
+
+/// One decision of the gate, as result.json keeps it (the trajectory keeps
+/// the experiment's output too).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateDecision {
+    pub decision: GateVerdict,
+    /// Why an accepted stop was accepted (`experiment succeeded`,
+    /// `refusals used up`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The public experiment's exit code, when it ran and ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Whether it ran and succeeded (exit 0, every output present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub succeeded: Option<bool>,
+    /// The declared outputs it did not write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_outputs: Vec<String>,
 }
 
 impl From<GateMode> for AppliedGate {
@@ -91,6 +159,13 @@ mod tests {
         for g in AppliedGate::ALL {
             assert_eq!(serde_json::to_value(g).unwrap(), g.as_str());
             assert_eq!(serde_json::from_value::<AppliedGate>(g.as_str().into()).unwrap(), g);
+        }
+        for v in GateVerdict::ALL {
+            assert_eq!(serde_json::to_value(v).unwrap(), v.as_str());
+        }
+        for m in GateMechanism::ALL {
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+            assert_eq!(serde_json::from_value::<GateMechanism>(m.as_str().into()).unwrap(), m);
         }
     }
 }

@@ -19,7 +19,7 @@ pub mod usage;
 pub use budget::{Budget, Exhausted, Meter, Totals};
 pub use client::{ChatClient, Completion, ModelError};
 pub use config::{ExternalAgent, ModelConfig, Prices};
-pub use gate::{AppliedGate, GateMode};
+pub use gate::{AppliedGate, GateDecision, GateMechanism, GateMode, GateVerdict};
 pub use gateway::{Dialect, Exchange, Gateway, GatewayError};
 pub use stop_reason::StopReason;
 pub use usage::Usage;

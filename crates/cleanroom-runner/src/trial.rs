@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use cleanroom_agent::{phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop};
+use cleanroom_agent::{
+    gate_mechanism, phase_mounts, populate_workspace, recorded_gate, run_agent, AgentRun, Stop,
+};
 use cleanroom_env::{EnvDiff, EnvError, EnvSpec, Globs, GpuDriver, Needs, Network, PhaseOptions, WalkLimits};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord, OUTPUTS_DIR};
 use cleanroom_task::Task;
@@ -59,6 +61,7 @@ pub(crate) fn attempt(
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
     let ctx = input.agent_setup.context(input.timeout_multiplier);
     record.gate = recorded_gate(&agent.spec, &ctx, task);
+    record.gate_mechanism = gate_mechanism(&agent.spec, &ctx, task);
     record.model = agent.spec.model().map(str::to_string);
     record.negative_control = task.spec.negative_control.is_some();
     let unmet = input.backend.unmet(&needs(task));
@@ -144,6 +147,7 @@ fn run(
     }
     record.stop_reason = agent_run.stop.reason();
     record.exit_code = agent_run.exit_code;
+    record.gate_decisions = agent_run.gate.clone();
 
     progress.phase(Phase::Verify);
     let verify_started = Instant::now();

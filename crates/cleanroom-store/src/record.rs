@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use cleanroom_env::Limits;
-use cleanroom_model::{AppliedGate, StopReason};
+use cleanroom_model::{AppliedGate, GateDecision, GateMechanism, StopReason};
 use cleanroom_verify::{Verdict, VerdictStage};
 
 use cleanroom_env::time::rfc3339_utc_now;
@@ -41,6 +41,12 @@ pub struct TrialRecord {
     pub stage: VerdictStage,
     /// The completion gate as it applied to this trial.
     pub gate: AppliedGate,
+    /// What held the agent to the gate, when one applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate_mechanism: Option<GateMechanism>,
+    /// Every decision of the gate, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_decisions: Vec<GateDecision>,
     pub timings: Timings,
     pub tokens: Tokens,
     pub cost_usd: f64,
@@ -228,6 +234,8 @@ impl TrialRecord {
             exit_code: None,
             stage: VerdictStage::None,
             gate: AppliedGate::Off,
+            gate_mechanism: None,
+            gate_decisions: Vec::new(),
             timings: Timings::default(),
             tokens: Tokens::default(),
             cost_usd: 0.0,

@@ -6,14 +6,14 @@
 use std::time::{Duration, Instant};
 
 use cleanroom_env::{CancelToken, EnvError, Environment, ExecRequest, ExitStatus};
-use cleanroom_model::{AppliedGate, GateMode};
+use cleanroom_model::{AppliedGate, GateDecision, GateMode, GateVerdict};
 use cleanroom_task::Task;
 use serde_json::{json, Value};
 
 use crate::workspace::agent_environment;
 
-/// Refusals before an enforced gate lets the agent go anyway.
-pub const MAX_REFUSALS: u32 = 3;
+/// Reports (refusals, or advice) before the gate lets the agent go anyway.
+pub const MAX_REPORTS: u32 = 3;
 
 /// How much of the experiment's output the report shows (its end).
 const REPORT_TAIL: usize = 3000;
@@ -56,30 +56,88 @@ impl Report {
     }
 }
 
-/// What the gate says to a `finish`.
+/// What the gate says to a stop.
 #[derive(Debug, Clone)]
 pub enum Decision {
     Accept {
         report: Option<Report>,
-        note: &'static str,
+        note: String,
     },
-    /// Do not finish; the report goes back to the agent.
+    /// Do not stop; the report goes back to the agent.
     Report {
         report: Report,
         refused: bool,
     },
 }
 
+impl Decision {
+    /// The decision as the trajectory keeps it, the experiment's output
+    /// included.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Decision::Accept { report, note } => {
+                json!({"decision": "accepted", "note": note, "report": report.as_ref().map(Report::to_json)})
+            }
+            Decision::Report { report, .. } => {
+                json!({"decision": self.verdict().as_str(), "report": report.to_json()})
+            }
+        }
+    }
+
+    fn verdict(&self) -> GateVerdict {
+        match self {
+            Decision::Accept { .. } => GateVerdict::Accepted,
+            Decision::Report { refused: true, .. } => GateVerdict::Refused,
+            Decision::Report { refused: false, .. } => GateVerdict::Advised,
+        }
+    }
+
+    /// The decision as result.json keeps it.
+    fn summary(&self) -> GateDecision {
+        let (report, note) = match self {
+            Decision::Accept { report, note } => (report.as_ref(), Some(note.clone())),
+            Decision::Report { report, .. } => (Some(report), None),
+        };
+        GateDecision {
+            decision: self.verdict(),
+            note,
+            exit_code: report.and_then(|r| r.exit_code),
+            succeeded: report.map(Report::succeeded),
+            missing_outputs: report
+                .map(|r| r.outputs.iter().filter(|(_, present)| !present).map(|(p, _)| p.clone()).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// What the agent is told of a report; `stop` names how it stops
+    /// (`call finish`, `stop`).
+    pub fn message(&self, task: &Task, stop: &str) -> Option<String> {
+        let Decision::Report { report, refused } = self else { return None };
+        let command = experiment_command(task).unwrap_or_default();
+        let mut text = report.to_text(command, &task.spec.artifact.dest);
+        text.push_str(&if *refused {
+            format!("\n\nStopping is refused until the designated experiment succeeds: carry on, then {stop} again.")
+        } else {
+            format!("\n\nYou may {stop} again to end anyway.")
+        });
+        Some(text)
+    }
+}
+
+/// The gate of one agent run: the same rules whatever holds the agent (its
+/// `finish`, a stop hook, a restart).
 pub struct Gate {
     mode: GateMode,
-    refusals: u32,
-    /// An advisory report was given and nothing was done since.
-    advised: bool,
+    /// Reports given so far (refusals, or advice).
+    reports: u32,
+    /// A report was given and the agent has not acted since.
+    reported: bool,
+    decisions: Vec<GateDecision>,
 }
 
 impl Gate {
     pub fn new(mode: GateMode) -> Gate {
-        Gate { mode, refusals: 0, advised: false }
+        Gate { mode, reports: 0, reported: false, decisions: Vec::new() }
     }
 
     /// What result.json records: the mode, or `unavailable` for a task
@@ -92,11 +150,21 @@ impl Gate {
         }
     }
 
-    /// The agent ran a tool: an advisory report is stale.
-    pub fn note_tool_call(&mut self) {
-        self.advised = false;
+    /// The agent acted (ran a tool): a report given before is stale.
+    pub fn note_action(&mut self) {
+        self.reported = false;
     }
 
+    /// Every decision so far, for result.json.
+    pub fn decisions(&self) -> &[GateDecision] {
+        &self.decisions
+    }
+
+    /// The agent wants to stop. Advisory: a failed experiment's report goes
+    /// back, and a stop right after a report, with nothing done between, is
+    /// accepted. Enforced: the stop is refused until the experiment
+    /// succeeds. Either way at most [`MAX_REPORTS`] reports, then the agent
+    /// is let go and the verifier decides.
     pub fn on_finish(
         &mut self,
         env: &dyn Environment,
@@ -104,37 +172,50 @@ impl Gate {
         deadline: Instant,
         cancel: &CancelToken,
     ) -> Result<Decision, EnvError> {
-        let Some(command) = experiment_command(task) else {
-            return Ok(Decision::Accept {
-                report: None,
-                note: if self.mode == GateMode::Off { "off" } else { "unavailable" },
-            });
-        };
-        match self.mode {
-            GateMode::Off => Ok(Decision::Accept { report: None, note: "off" }),
-            GateMode::Advisory if self.advised => {
-                Ok(Decision::Accept { report: None, note: "finished after the report" })
-            }
-            GateMode::Advisory => {
-                let report = run_experiment(env, task, command, deadline, cancel)?;
-                if report.succeeded() {
-                    return Ok(Decision::Accept { report: Some(report), note: "experiment succeeded" });
-                }
-                self.advised = true;
-                Ok(Decision::Report { report, refused: false })
-            }
-            GateMode::Enforced => {
-                let report = run_experiment(env, task, command, deadline, cancel)?;
-                if report.succeeded() {
-                    return Ok(Decision::Accept { report: Some(report), note: "experiment succeeded" });
-                }
-                if self.refusals >= MAX_REFUSALS {
-                    return Ok(Decision::Accept { report: Some(report), note: "refusals used up" });
-                }
-                self.refusals += 1;
-                Ok(Decision::Report { report, refused: true })
-            }
+        let decision = self.decide(env, task, deadline, cancel)?;
+        if matches!(decision, Decision::Report { .. }) {
+            self.reports += 1;
+            self.reported = true;
         }
+        if self.mode != GateMode::Off && experiment_command(task).is_some() {
+            self.decisions.push(decision.summary());
+        }
+        Ok(decision)
+    }
+
+    /// The gate could not run the experiment: the agent may stop, and the
+    /// record says why.
+    pub fn note_failure(&mut self, why: &str) -> Decision {
+        let decision = Decision::Accept { report: None, note: format!("the gate could not run: {why}") };
+        self.decisions.push(decision.summary());
+        decision
+    }
+
+    fn decide(
+        &mut self,
+        env: &dyn Environment,
+        task: &Task,
+        deadline: Instant,
+        cancel: &CancelToken,
+    ) -> Result<Decision, EnvError> {
+        let accept = |report, note: &str| Ok(Decision::Accept { report, note: note.to_string() });
+        let Some(command) = experiment_command(task) else {
+            return accept(None, if self.mode == GateMode::Off { "off" } else { "unavailable" });
+        };
+        if self.mode == GateMode::Off {
+            return accept(None, "off");
+        }
+        if self.mode == GateMode::Advisory && self.reported {
+            return accept(None, "stopped again after the report");
+        }
+        let report = run_experiment(env, task, command, deadline, cancel)?;
+        if report.succeeded() {
+            return accept(Some(report), "experiment succeeded");
+        }
+        if self.reports >= MAX_REPORTS {
+            return accept(Some(report), "reports used up");
+        }
+        Ok(Decision::Report { report, refused: self.mode == GateMode::Enforced })
     }
 }
 

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use crate::workspace::instruction_text;
 use crate::{AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
-use gate::{Decision, Gate};
+use gate::Gate;
 
 const SYSTEM_PROMPT: &str = "You are working as root on a fresh Debian 12 machine with network access. \
 Your task is in the user's message; its files are under /workspace. Act through the tools: bash runs \
@@ -112,6 +112,7 @@ pub fn run_llm(
         exit_code: None,
         duration: started.elapsed(),
         output: t.log,
+        gate: gate.decisions().to_vec(),
         model: Some(ModelRecord {
             model: settings.model_name.to_string(),
             usage: totals.usage,
@@ -185,9 +186,22 @@ fn drive(
             t.say(&text);
         }
         if calls.is_empty() {
+            // A reply without a tool call is a stop, held like `finish`.
             step.extra.insert("ended".into(), json!("a reply without a tool call"));
+            let decision = gate.on_finish(env, task, deadline, cancel)?;
+            step.extra.insert("gate".into(), decision.to_json());
             t.trajectory.steps.push(step);
-            return Ok(Ending::Finished(Some(text).filter(|s| !s.is_empty())));
+            let Some(message) = decision.message(task, "stop") else {
+                return Ok(Ending::Finished(Some(text).filter(|s| !s.is_empty())));
+            };
+            t.say(&message);
+            t.trajectory.steps.push(Step::new(
+                Source::User,
+                cleanroom_env::time::rfc3339_utc_now(),
+                message.clone(),
+            ));
+            t.messages.push(json!({"role": "user", "content": message}));
+            continue;
         }
         let mut finished = None;
         for call in &calls {
@@ -201,30 +215,18 @@ fn drive(
                 match serde_json::from_str::<Value>(if raw.trim().is_empty() { "{}" } else { raw }) {
                     Err(e) => format!("error: the arguments are not valid JSON ({e}); send a JSON object"),
                     Ok(args) if name == "finish" => {
-                        let summary = args["summary"].as_str().map(str::to_string);
-                        match gate.on_finish(env, task, deadline, cancel)? {
-                            Decision::Accept { report, note } => {
-                                step.extra
-                                    .insert("gate".into(), gate_record("accepted", note, report.as_ref()));
-                                finished = Some(summary);
+                        let decision = gate.on_finish(env, task, deadline, cancel)?;
+                        step.extra.insert("gate".into(), decision.to_json());
+                        match decision.message(task, "call finish") {
+                            Some(message) => message,
+                            None => {
+                                finished = Some(args["summary"].as_str().map(str::to_string));
                                 "finished".to_string()
-                            }
-                            Decision::Report { report, refused } => {
-                                let verdict = if refused { "refused" } else { "advised" };
-                                step.extra.insert("gate".into(), gate_record(verdict, "", Some(&report)));
-                                let command = gate::experiment_command(task).unwrap_or_default();
-                                let mut text = report.to_text(command, &task.spec.artifact.dest);
-                                text.push_str(if refused {
-                                    "\n\nFinishing is refused until the designated experiment succeeds."
-                                } else {
-                                    "\n\nYou may call finish again to end anyway."
-                                });
-                                text
                             }
                         }
                     }
                     Ok(args) => {
-                        gate.note_tool_call();
+                        gate.note_action();
                         session.call(env, name, &args, deadline, cancel)?
                     }
                 }
@@ -265,10 +267,6 @@ fn normalized_calls(message: &Value, step: usize) -> Vec<Value> {
         .collect()
 }
 
-fn gate_record(decision: &str, note: &str, report: Option<&gate::Report>) -> Value {
-    json!({"decision": decision, "note": note, "report": report.map(gate::Report::to_json)})
-}
-
 /// An agent that could not even start talking to its model.
 pub(crate) fn model_failure(started: Instant, model_name: &str, why: String) -> AgentRun {
     let mut log = Captured::new(AGENT_OUTPUT_LIMIT);
@@ -278,6 +276,7 @@ pub(crate) fn model_failure(started: Instant, model_name: &str, why: String) -> 
         exit_code: None,
         duration: started.elapsed(),
         output: log,
+        gate: Vec::new(),
         model: Some(ModelRecord {
             model: model_name.to_string(),
             error: Some(why),

@@ -30,10 +30,12 @@ pub enum Reply {
         call: Value,
         done: String,
     },
-    /// An agent that first claims to be done; once the completion gate's
-    /// report is in the conversation, makes `call`, then is done again.
+    /// An agent that first claims to be done (`done`: an assistant
+    /// message); once the completion gate's report is in the conversation,
+    /// makes `call`, then is done again.
     GateAware {
         call: Value,
+        done: Value,
     },
 }
 
@@ -142,13 +144,15 @@ fn serve(
                 let answered = texts(&request).iter().any(|(role, _)| role == "tool");
                 (if without_tools(&request) || answered { say(&done) } else { make(call) }, 50, 5)
             }
-            Reply::GateAware { call } => {
+            Reply::GateAware { call, done } => {
                 let messages = texts(&request);
                 let report = messages.iter().rposition(|(_, t)| t.contains("The designated experiment `"));
                 let acted = report.is_some_and(|i| messages[i..].iter().any(|(role, _)| role == "tool"));
                 (
-                    if without_tools(&request) || report.is_none() || acted {
+                    if without_tools(&request) {
                         say("Done.")
+                    } else if report.is_none() || acted {
+                        done
                     } else {
                         make(call)
                     },
@@ -184,11 +188,11 @@ fn without_tools(request: &Value) -> bool {
     request["tools"].as_array().is_none_or(|t| t.is_empty())
 }
 
-fn say(text: &str) -> Value {
+pub fn say(text: &str) -> Value {
     json!({"role": "assistant", "content": text})
 }
 
-fn make(call: Value) -> Value {
+pub fn make(call: Value) -> Value {
     json!({"role": "assistant", "content": null, "tool_calls": [call]})
 }
 
