@@ -266,17 +266,20 @@ fn tags(o: &mut String, r: &TrialRecord, href: &str) {
 fn gate(o: &mut String, r: &TrialRecord, trajectory: Option<&serde_json::Value>) {
     o.push_str("<h2 id=\"gate\">Completion gate</h2>\n");
     let decisions = trajectory.map(gate_decisions).unwrap_or_default();
+    let held = r.gate_mechanism.map(|m| format!(", held by {}", m.as_str())).unwrap_or_default();
     let _ = writeln!(
         o,
-        "<p class=\"explain\">Gate: {}. {} decision{} recorded.</p>",
+        "<p class=\"explain\">Gate: {}{held}. {} decision{} recorded.</p>",
         r.gate.as_str(),
         decisions.len(),
         if decisions.len() == 1 { "" } else { "s" }
     );
     for (step, decision) in decisions {
-        let at = step
-            .map(|s| format!("at <a href=\"#step-{s}\">step {s}</a>"))
-            .unwrap_or_else(|| "on the trajectory".into());
+        let at = match (step, decision["run"].as_u64()) {
+            (Some(s), _) => format!("at <a href=\"#step-{s}\">step {s}</a>"),
+            (None, Some(run)) => format!("when run {run} of the agent ended"),
+            (None, None) => "on the trajectory".into(),
+        };
         let _ = write!(
             o,
             "<div class=\"small\">{at}</div>{}",
