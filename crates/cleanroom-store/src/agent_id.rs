@@ -3,6 +3,8 @@
 
 use std::collections::HashSet;
 
+use cleanroom_model::GateMode;
+
 /// Longest slug kept before a collision suffix, so paths stay short.
 const MAX_LEN: usize = 48;
 
@@ -26,6 +28,13 @@ pub fn agent_ids(specs: &[String]) -> Vec<String> {
             id
         })
         .collect()
+}
+
+/// The id of agent `id` under `gate`, in a run of several gates:
+/// `llm-local` -> `llm-local-gate-enforced`. Ids unique within the run stay
+/// so: no two gates' suffixes end alike.
+pub fn gated_id(id: &str, gate: GateMode) -> String {
+    format!("{id}-gate-{}", gate.as_str())
 }
 
 fn slug_of_spec(spec: &str) -> String {

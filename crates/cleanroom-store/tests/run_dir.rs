@@ -19,7 +19,7 @@ fn config(run_id: &str) -> RunConfig {
         images: BTreeMap::from([("debian-12-minimal".into(), "sha256:abc".into())]),
         tasks: vec!["/work/tasks".into()],
         task_ids: vec![],
-        agents: vec![AgentEntry { spec: "nop".into(), id: "nop".into() }],
+        agents: vec![AgentEntry { spec: "nop".into(), id: "nop".into(), gate: None }],
         trials: 2,
         jobs: 4,
         gate: GateMode::Off,

@@ -43,7 +43,10 @@ fn main() {
         images: BTreeMap::new(),
         tasks: vec![],
         task_ids: vec![],
-        agents: AGENTS.iter().map(|a| AgentEntry { spec: a.to_string(), id: a.to_string() }).collect(),
+        agents: AGENTS
+            .iter()
+            .map(|a| AgentEntry { spec: a.to_string(), id: a.to_string(), gate: None })
+            .collect(),
         trials: TRIALS,
         jobs: 1,
         gate: GateMode::Off,

@@ -21,8 +21,8 @@ fn config(run_id: &str, created: &str) -> RunConfig {
         tasks: vec!["/tasks".into()],
         task_ids: vec![],
         agents: vec![
-            AgentEntry { spec: "oracle".into(), id: "oracle".into() },
-            AgentEntry { spec: "nop".into(), id: "nop".into() },
+            AgentEntry { spec: "oracle".into(), id: "oracle".into(), gate: None },
+            AgentEntry { spec: "nop".into(), id: "nop".into(), gate: None },
         ],
         trials: 2,
         jobs: 1,
