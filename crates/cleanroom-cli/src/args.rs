@@ -286,11 +286,14 @@ pub struct RunArgs {
     /// Parent directory of the run directories (default: runs).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Completion gate for llm: agents: on finish, run the task's public
-    /// experiment and report it (advisory) or refuse until it succeeds
-    /// (enforced) (default: off).
-    #[arg(long, value_enum)]
-    pub gate: Option<Gate>,
+    /// Completion gate for llm: agents (and command: agents with a stop
+    /// hook): on finish, run the task's public experiment and report it
+    /// (advisory) or refuse until it succeeds (enforced) (default: off).
+    /// Repeatable: given several modes, each agent runs under every one, as
+    /// agents `<ID>-gate-<MODE>` on the same tasks, and `cleanroom report`
+    /// compares gate off with gate on.
+    #[arg(long = "gate", value_enum, value_name = "MODE")]
+    pub gates: Vec<Gate>,
     /// Most model requests of an llm: or command: agent.
     #[arg(long, allow_negative_numbers = true, value_parser = at_least_one::<u32>)]
     pub max_steps: Option<u32>,

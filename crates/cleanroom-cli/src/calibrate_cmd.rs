@@ -8,7 +8,7 @@
 use std::convert::Infallible;
 use std::path::PathBuf;
 
-use cleanroom_agent::{AgentSpec, Config, SpecError};
+use cleanroom_agent::{AgentSpec, Config, GateMode, SpecError};
 use cleanroom_env::CancelToken;
 use cleanroom_runner::calibrate::{prediction_interval, propose};
 use cleanroom_runner::{AgentEntry, EventKind, NothingKept, Plan};
@@ -85,7 +85,7 @@ fn deployments(setups: &[PathBuf]) -> Result<Vec<AgentEntry>, CliError> {
                 SpecError::Script { path, why, .. } => input(format!("--setup {path}: {why}")),
                 other => input(other.to_string()),
             })?;
-            Ok(AgentEntry { spec, spec_text, id })
+            Ok(AgentEntry { spec, spec_text, id, gate: GateMode::Off })
         })
         .collect()
 }

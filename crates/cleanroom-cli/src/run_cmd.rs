@@ -12,7 +12,7 @@ use cleanroom_env::{Backend, CancelToken, SlurmOptions};
 use cleanroom_report::summary_table;
 use cleanroom_runner::{AgentEntry, AgentSetup, Executor, Local, Plan, RunInput};
 use cleanroom_store::{
-    agent_ids, make_out_dir, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary,
+    make_out_dir, new_run_id, AgentEntry as StoredAgent, ArtifactEntry, RunConfig, RunDir, Summary,
 };
 use cleanroom_task::{load_tasks, Task};
 
@@ -152,7 +152,7 @@ pub(crate) fn agent_config(config: &RunConfig) -> Config {
 }
 
 /// The agents' setup: external agents installed (once per machine), the
-/// run's budgets and gate.
+/// run's budgets.
 pub(crate) fn agent_setup(config: &RunConfig, agent_config: Config) -> Result<AgentSetup, CliError> {
     Ok(AgentSetup {
         installed: cleanroom_agent::external::install_all(
@@ -166,7 +166,6 @@ pub(crate) fn agent_setup(config: &RunConfig, agent_config: Config) -> Result<Ag
         max_steps: config.max_steps,
         max_tokens: config.max_tokens,
         max_cost_usd: config.max_cost_usd,
-        gate: config.gate,
     })
 }
 
@@ -237,7 +236,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         })
         .collect::<Result<Vec<_>, _>>()?;
     let run_id = new_run_id();
-    let ids = agent_ids(&args.agents);
+    let gates = distinct_gates(args)?;
     let config = RunConfig {
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         created: cleanroom_store::rfc3339_utc_now(),
@@ -247,15 +246,12 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         images: BTreeMap::new(),
         tasks,
         task_ids: args.task_ids.clone(),
-        agents: args
-            .agents
-            .iter()
-            .zip(ids)
-            .map(|(spec, id)| StoredAgent { spec: spec.clone(), id })
-            .collect(),
+        agents: StoredAgent::of_run(&args.agents, &gates),
         trials: args.trials.unwrap_or(DEFAULT_TRIALS),
         jobs: args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())) as u32,
-        gate: args.gate.map_or(GateMode::Off, GateMode::from),
+        // With several gates each agent names its own; the first stands
+        // for the run where one gate is shown.
+        gate: gates.first().copied().unwrap_or(GateMode::Off),
         timeout_multiplier: args.timeout_multiplier.unwrap_or(1.0),
         retries: args.retries.unwrap_or(DEFAULT_RETRIES),
         max_steps: args.max_steps,
@@ -271,6 +267,18 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         task_info: BTreeMap::new(),
     };
     Ok(config)
+}
+
+/// The `--gate` modes in the order given, each once.
+fn distinct_gates(args: &RunArgs) -> Result<Vec<GateMode>, CliError> {
+    let mut gates = Vec::new();
+    for gate in args.gates.iter().copied().map(GateMode::from) {
+        if gates.contains(&gate) {
+            return Err(input(format!("--gate {} is given twice: give each mode once", gate.as_str())));
+        }
+        gates.push(gate);
+    }
+    Ok(gates)
 }
 
 /// With `--executor slurm`: the configuration's `[slurm]`, the flags over
@@ -334,7 +342,7 @@ fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(Ru
         ("--retries", args.retries.is_some()),
         ("--backend", args.backend.is_some()),
         ("--out", args.out.is_some()),
-        ("--gate", args.gate.is_some()),
+        ("--gate", !args.gates.is_empty()),
         ("--max-steps", args.max_steps.is_some()),
         ("--max-tokens", args.max_tokens.is_some()),
         ("--max-cost", args.max_cost.is_some()),
@@ -393,6 +401,7 @@ pub(crate) fn parse_agents(config: &RunConfig, agent_config: &Config) -> Result<
                 spec: AgentSpec::parse(&a.spec, agent_config)?,
                 spec_text: a.spec.clone(),
                 id: a.id.clone(),
+                gate: config.gate_of(a),
             })
         })
         .collect()

@@ -425,6 +425,7 @@ fn nonsense_flags_exit_2_and_say_what_to_do() {
         (run(&["--timeout-multiplier", "NaN"]), vec!["--timeout-multiplier", "above 0"]),
         (run(&["--max-cost", "-1"]), vec!["--max-cost", "above 0"]),
         (run(&["--fail-under", "1.5"]), vec!["--fail-under", "from 0 to 1"]),
+        (run(&["--gate", "off", "--gate", "enforced", "--gate", "off"]), vec!["--gate off is given twice"]),
         (run(&["--out", &under_file]), vec![under_file.as_str(), "give --out a directory"]),
         (run(&["--out", "/proc/cleanroom-out"]), vec!["/proc/cleanroom-out", "give --out a directory"]),
         (run(&["--backend", "nosuch"]), vec!["unknown backend `nosuch`", "available: sandbox"]),
@@ -442,6 +443,7 @@ fn nonsense_flags_exit_2_and_say_what_to_do() {
             owned(&["run", "--resume", &run_dir, "--agent", "nop", "--retries", "3"]),
             vec!["drop --agent, --retries"],
         ),
+        (owned(&["run", "--resume", &run_dir, "--gate", "off"]), vec!["drop --gate"]),
     ] {
         let output = cleanroom().args(&args).output().unwrap();
         let said = text(&output);

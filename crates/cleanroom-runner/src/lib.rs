@@ -40,12 +40,15 @@ use cleanroom_agent::{AgentContext, AgentSpec, Config, GateMode};
 use cleanroom_env::{Backend, CancelToken};
 use cleanroom_task::Task;
 
-/// An agent of the run: its parsed SPEC, the SPEC as given, its id.
+/// An agent of the run: its parsed SPEC, the SPEC as given, its id, and
+/// the completion gate it runs under (a run may give one SPEC several, as
+/// agents of their own).
 #[derive(Debug, Clone)]
 pub struct AgentEntry {
     pub spec: AgentSpec,
     pub spec_text: String,
     pub id: String,
+    pub gate: GateMode,
 }
 
 /// Everything one run needs; `artifacts` from [`prepare`].
@@ -67,18 +70,18 @@ pub struct RunInput<'a> {
 }
 
 /// What agents that use models need: the configuration (models, external
-/// agents), the installed external agents, budgets, the gate.
+/// agents), the installed external agents, budgets. The gate is each
+/// agent's own ([`AgentEntry`]).
 pub struct AgentSetup {
     pub config: Config,
     pub installed: BTreeMap<String, PathBuf>,
     pub max_steps: Option<u32>,
     pub max_tokens: Option<u64>,
     pub max_cost_usd: Option<f64>,
-    pub gate: GateMode,
 }
 
 impl Default for AgentSetup {
-    /// The built-in configuration, nothing installed, no budgets, no gate.
+    /// The built-in configuration, nothing installed, no budgets.
     fn default() -> AgentSetup {
         AgentSetup {
             config: Config::built_in(),
@@ -86,19 +89,19 @@ impl Default for AgentSetup {
             max_steps: None,
             max_tokens: None,
             max_cost_usd: None,
-            gate: GateMode::Off,
         }
     }
 }
 
 impl AgentSetup {
-    pub(crate) fn context(&self, time_multiplier: f64) -> AgentContext<'_> {
+    /// What `agent` is run with.
+    pub(crate) fn context(&self, agent: &AgentEntry, time_multiplier: f64) -> AgentContext<'_> {
         AgentContext {
             config: &self.config,
             max_steps: self.max_steps,
             max_tokens: self.max_tokens,
             max_cost_usd: self.max_cost_usd,
-            gate: self.gate,
+            gate: agent.gate,
             time_multiplier,
             installed: &self.installed,
             last_line: None,

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use cleanroom_agent::AgentSpec;
+use cleanroom_agent::{AgentSpec, GateMode};
 use cleanroom_env::fake::FakeBackend;
 use cleanroom_env::CancelToken;
 use cleanroom_task::{load_task, Task};
@@ -51,7 +51,7 @@ pub fn task(root: &std::path::Path, id: &str) -> Task {
 }
 
 pub fn nop() -> AgentEntry {
-    AgentEntry { spec: AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into() }
+    AgentEntry { spec: AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into(), gate: GateMode::Off }
 }
 
 /// One trial of each task × agent, two at a time, one retry, on a

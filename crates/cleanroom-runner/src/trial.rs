@@ -59,7 +59,7 @@ pub(crate) fn attempt(
     progress: &AttemptProgress,
 ) -> AttemptEnd {
     let mut record = TrialRecord::new(&key.task, &agent.spec_text, &agent.id, key.trial, attempt);
-    let ctx = input.agent_setup.context(input.timeout_multiplier);
+    let ctx = input.agent_setup.context(agent, input.timeout_multiplier);
     record.gate = recorded_gate(&agent.spec, &ctx, task);
     record.gate_mechanism = gate_mechanism(&agent.spec, &ctx, task);
     record.model = agent.spec.model().map(str::to_string);
@@ -124,7 +124,7 @@ fn run(
     record.accelerator = input.backend.accelerator().map(String::from);
     record.machine = env.machine();
     let network = if task.spec.environment.network { Network::Outbound } else { Network::LoopbackOnly };
-    let mut ctx = input.agent_setup.context(input.timeout_multiplier);
+    let mut ctx = input.agent_setup.context(agent, input.timeout_multiplier);
     ctx.last_line = Some(progress.output.clone());
     env.begin_phase_with(
         network,

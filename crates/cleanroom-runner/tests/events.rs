@@ -90,8 +90,12 @@ fn a_real_run_reports_each_trial_phase_by_phase() {
     })
     .unwrap();
     assert!(root.join("staging/deploy").is_dir());
-    let agents =
-        [AgentEntry { spec: cleanroom_agent::AgentSpec::Nop, spec_text: "nop".into(), id: "nop".into() }];
+    let agents = [AgentEntry {
+        spec: cleanroom_agent::AgentSpec::Nop,
+        spec_text: "nop".into(),
+        id: "nop".into(),
+        gate: cleanroom_agent::GateMode::Off,
+    }];
     let setup = AgentSetup::default();
     let input = RunInput {
         trials: 2,
@@ -151,6 +155,7 @@ fn a_long_trial_reports_its_phase_time_and_the_agents_last_line_while_it_runs() 
         spec: cleanroom_agent::AgentSpec::Script(script.clone()),
         spec_text: format!("script:{}", script.display()),
         id: "slow".into(),
+        gate: cleanroom_agent::GateMode::Off,
     }];
     let setup = AgentSetup::default();
     let input = RunInput {

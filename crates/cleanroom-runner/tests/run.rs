@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use cleanroom_agent::AgentSpec;
+use cleanroom_agent::{AgentSpec, GateMode};
 use cleanroom_env::fake::{FakeBackend, Reply};
 use cleanroom_env::{CancelToken, EnvError, ExecRequest};
 use cleanroom_runner::{
     plan, stage_artifacts, AgentEntry, AgentSetup, Event, EventKind, Plan, RunInput, Staged, Todo, TrialKey,
 };
-use cleanroom_store::{FailureClass, Outcome, TrialRecord};
+use cleanroom_store::{AppliedGate, FailureClass, Outcome, TrialRecord};
 use cleanroom_task::{load_task, Task};
 use cleanroom_verify::StepStatus;
 
@@ -136,7 +136,7 @@ fn write_task(under: &Path, def: &TaskDef) -> PathBuf {
 }
 
 fn agent(spec: AgentSpec, name: &str) -> AgentEntry {
-    AgentEntry { spec, spec_text: name.into(), id: name.into() }
+    AgentEntry { spec, spec_text: name.into(), id: name.into(), gate: GateMode::Off }
 }
 
 fn oracle() -> AgentEntry {
@@ -297,6 +297,26 @@ fn every_trial_runs_exactly_once_one_at_a_time_or_four() {
         assert_eq!(backend.most_live(), jobs, "environments alive at once");
         bench.assert_all_destroyed(&backend);
     }
+}
+
+/// One SPEC under two gates is two agents of the run, each trial under
+/// its own agent's gate (nop has no finish to gate: `unsupported`).
+#[test]
+fn each_agent_runs_under_its_own_gate() {
+    let bench = Bench::new(&[FIXES]);
+    let backend = bench.backend(1);
+    let agents = [
+        AgentEntry { gate: GateMode::Off, ..agent(AgentSpec::Nop, "nop-gate-off") },
+        AgentEntry { gate: GateMode::Enforced, ..agent(AgentSpec::Nop, "nop-gate-enforced") },
+    ];
+    let events = bench.run(Run::new(&backend, &agents), bench.todo(&agents, 1));
+    let mut gates: Vec<(String, AppliedGate)> =
+        finished(&events).into_values().map(|r| (r.agent_id, r.gate)).collect();
+    gates.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        gates,
+        [("nop-gate-enforced".into(), AppliedGate::Unsupported), ("nop-gate-off".into(), AppliedGate::Off)]
+    );
 }
 
 #[test]

@@ -12,7 +12,7 @@ pub use lint::{Finding, Severity};
 use std::collections::{BTreeMap, HashMap};
 use std::convert::Infallible;
 
-use cleanroom_agent::AgentSpec;
+use cleanroom_agent::{AgentSpec, GateMode};
 use cleanroom_store::{agent_ids, Outcome, TrialRecord};
 use cleanroom_task::{Substitute, Task};
 use cleanroom_verify::{StepStatus, Verdict};
@@ -103,13 +103,19 @@ pub fn check_tasks(
     let ids: BTreeMap<String, String> = distinct.keys().cloned().zip(agent_ids(&specs)).collect();
     let label_of: HashMap<&String, &String> = ids.iter().map(|(label, id)| (id, label)).collect();
     let mut agents = vec![
-        AgentEntry { spec: AgentSpec::Oracle, spec_text: ORACLE.into(), id: ORACLE.into() },
-        AgentEntry { spec: AgentSpec::Nop, spec_text: NOP.into(), id: NOP.into() },
+        AgentEntry {
+            spec: AgentSpec::Oracle,
+            spec_text: ORACLE.into(),
+            id: ORACLE.into(),
+            gate: GateMode::Off,
+        },
+        AgentEntry { spec: AgentSpec::Nop, spec_text: NOP.into(), id: NOP.into(), gate: GateMode::Off },
     ];
     agents.extend(distinct.into_iter().zip(specs).map(|((label, s), spec_text)| AgentEntry {
         id: ids[&label].clone(),
         spec: AgentSpec::Substitute(s),
         spec_text,
+        gate: GateMode::Off,
     }));
 
     let mut todo = Vec::new();
