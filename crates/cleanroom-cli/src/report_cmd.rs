@@ -36,7 +36,12 @@ pub fn report(args: ReportArgs) -> Result<(), CliError> {
         known.add(&config);
         let run_id =
             path.file_name().map_or_else(|| config.run_id.clone(), |n| n.to_string_lossy().into_owned());
-        runs.push(RunInput { run_id, agents: config.agents.iter().map(|a| a.id.clone()).collect(), records });
+        runs.push(RunInput {
+            run_id,
+            agents: config.agents.iter().map(|a| a.id.clone()).collect(),
+            records,
+            gates: config.agent_gates(),
+        });
     }
     let tasks = task_metadata(known, &runs, &mut notes);
     let by = match args.by {
@@ -82,7 +87,8 @@ fn from_index(runs_dir: &Path, known: &mut KnownTasks) -> Result<Vec<RunInput>, 
         known.add(&run.config);
         let records = index.trials(std::slice::from_ref(&run.run_id))?;
         let agents = run.config.agents.iter().map(|a| a.id.clone()).collect();
-        runs.push(RunInput { run_id: run.run_id, agents, records });
+        let gates = run.config.agent_gates();
+        runs.push(RunInput { run_id: run.run_id, agents, records, gates });
     }
     Ok(runs)
 }

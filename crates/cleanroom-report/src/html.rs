@@ -115,6 +115,14 @@ pub fn render_html_sections(report: &Report, links: Option<&dyn Links>) -> Strin
             explain(&mut o, &tables::folded_pairs(folded));
         }
     }
+    if let Some((t, few)) = tables::gate_effect(report) {
+        o.push_str("<h2>Gate effect</h2>\n");
+        explain(&mut o, &format!("On the tasks both columns ran: {PAIRING_RULE}. {}", tables::EXPLAIN_GATE));
+        table(&mut o, &t);
+        if few {
+            explain(&mut o, &tables::few_gate_tasks());
+        }
+    }
 
     failures(&mut o, report, links);
     times(&mut o, report);

@@ -56,6 +56,7 @@ pub fn render_json(report: &Report) -> String {
             "slices": report.slices(),
             "repeats": report.repeats(),
             "comparisons": {"rule": PAIRING_RULE, "pairs": report.comparisons()},
+            "gate_effect": {"rule": PAIRING_RULE, "rows": report.gate_effects()},
             "tags": tags,
         },
         "trials": report.trials.iter().map(|t| row_object(trial_row(report, t))).collect::<Vec<_>>(),

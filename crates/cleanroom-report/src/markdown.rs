@@ -1,8 +1,9 @@
 //! The Markdown report: DeployBench's table (agents as columns, Overall
 //! then one row per slice, each cell with n and a Wilson interval), then
-//! repeated-trial statistics, paired comparisons, the failure analysis,
-//! the task × agent matrix, and cost, tokens and time. Every string from a
-//! task, an agent SPEC or an environment goes through `escape_md`.
+//! repeated-trial statistics, paired comparisons, the completion gate's
+//! effect, the failure analysis, the task × agent matrix, and cost, tokens
+//! and time. Every string from a task, an agent SPEC or an environment
+//! goes through `escape_md`.
 
 use std::fmt::Write;
 
@@ -43,6 +44,14 @@ pub fn render_markdown(report: &Report) -> String {
         }
         if folded > 0 {
             let _ = writeln!(o, "{}\n", tables::folded_pairs(folded));
+        }
+    }
+    if let Some((t, few)) = tables::gate_effect(report) {
+        o.push_str("## Gate effect\n\n");
+        let _ = writeln!(o, "On the tasks both columns ran: {PAIRING_RULE}. {}\n", tables::EXPLAIN_GATE);
+        table(&mut o, &t);
+        if few {
+            let _ = writeln!(o, "{}\n", tables::few_gate_tasks());
         }
     }
 

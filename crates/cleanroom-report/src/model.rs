@@ -5,7 +5,9 @@
 //!
 //! An "arm" is one column of the report: an agent of a run. The same agent
 //! id in two runs (gate off in one, on in the other) makes two arms,
-//! labelled `agent_id@run_id`.
+//! labelled `agent_id@run_id`; so does one SPEC under two gates of one run
+//! (`<id>-gate-off`, `<id>-gate-enforced`). Each arm knows its gate, and
+//! `gate_effect` pairs the arms of one SPEC with the gate off and on.
 //!
 //! Only judged trials (passed or failed) enter a rate; infra errors and
 //! skipped trials are counted apart (DESIGN.md, "Outcomes"), and so are the
@@ -15,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use cleanroom_store::{Outcome, TaskInfo, TrialRecord};
+use cleanroom_store::{GateMode, Outcome, TaskInfo, TrialRecord};
 use cleanroom_verify::VerdictStage;
 
 use crate::class_row::ClassRow;
@@ -30,6 +32,9 @@ pub struct RunInput {
     /// come after them.
     pub agents: Vec<String>,
     pub records: Vec<TrialRecord>,
+    /// Each agent's completion gate as run.toml gives it, by agent id; an
+    /// agent without one is in no gate comparison.
+    pub gates: BTreeMap<String, GateMode>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -91,6 +96,8 @@ pub struct Arm {
     pub agent_id: String,
     pub run_id: String,
     pub model: Option<String>,
+    /// The completion gate the agent ran under, where its run says.
+    pub gate: Option<GateMode>,
 }
 
 #[derive(Debug, Clone)]
@@ -142,7 +149,7 @@ pub struct Rate {
 }
 
 impl Rate {
-    fn of(passed: u64, n: u64) -> Rate {
+    pub(crate) fn of(passed: u64, n: u64) -> Rate {
         Rate {
             passed,
             n,
@@ -269,6 +276,7 @@ impl Report {
                     agent_id: id.to_string(),
                     run_id: run.run_id.clone(),
                     model: example.model.clone(),
+                    gate: run.gates.get(id).copied(),
                 });
             }
             for r in &run.records {
@@ -425,7 +433,6 @@ impl Report {
         Some(Repeats { rows, spread: per_arm.iter().map(|t| stats::spread(t)).collect() })
     }
 
-    /// Every pair of arms, in column order (see `PAIRING_RULE`).
     /// Each task's verdict of `arm` under [`PAIRING_RULE`]: its first
     /// judged trial, by task.
     pub fn first_judged(&self, arm: usize) -> BTreeMap<&str, &TrialRecord> {
@@ -437,30 +444,13 @@ impl Report {
         m
     }
 
+    /// Every pair of arms, in column order (see `PAIRING_RULE`).
     pub fn comparisons(&self) -> Vec<PairRow> {
-        let first: Vec<BTreeMap<&str, bool>> = (0..self.arms.len())
-            .map(|a| {
-                self.first_judged(a)
-                    .into_iter()
-                    .map(|(task, r)| (task, r.outcome == Outcome::Passed))
-                    .collect()
-            })
-            .collect();
+        let first: Vec<_> = (0..self.arms.len()).map(|a| self.first_judged(a)).collect();
         let mut rows = Vec::new();
         for a in 0..self.arms.len() {
             for b in a + 1..self.arms.len() {
-                let mut table = Paired::default();
-                let mut left_out = 0;
-                let tasks: BTreeSet<&str> = first[a].keys().chain(first[b].keys()).copied().collect();
-                for task in tasks {
-                    match (first[a].get(task), first[b].get(task)) {
-                        (Some(true), Some(true)) => table.both += 1,
-                        (Some(true), Some(false)) => table.only_a += 1,
-                        (Some(false), Some(true)) => table.only_b += 1,
-                        (Some(false), Some(false)) => table.neither += 1,
-                        _ => left_out += 1,
-                    }
-                }
+                let (table, left_out) = paired(&first[a], &first[b]);
                 rows.push(PairRow {
                     a: self.arms[a].label.clone(),
                     b: self.arms[b].label.clone(),
@@ -536,6 +526,24 @@ impl Report {
             suspected: self.trials.iter().filter(|t| t.suspected()).collect(),
         }
     }
+}
+
+/// The 2×2 table of two arms' verdicts (from [`Report::first_judged`]) on
+/// the tasks both have, and how many tasks of either the other lacks.
+pub(crate) fn paired(a: &BTreeMap<&str, &TrialRecord>, b: &BTreeMap<&str, &TrialRecord>) -> (Paired, usize) {
+    let mut table = Paired::default();
+    let mut left_out = 0;
+    let passed = |r: &&TrialRecord| r.outcome == Outcome::Passed;
+    for task in a.keys().chain(b.keys()).copied().collect::<BTreeSet<&str>>() {
+        match (a.get(task).map(passed), b.get(task).map(passed)) {
+            (Some(true), Some(true)) => table.both += 1,
+            (Some(true), Some(false)) => table.only_a += 1,
+            (Some(false), Some(true)) => table.only_b += 1,
+            (Some(false), Some(false)) => table.neither += 1,
+            _ => left_out += 1,
+        }
+    }
+    (table, left_out)
 }
 
 /// The trials that no rate counts, and why.

@@ -209,6 +209,91 @@ pub fn folded_pairs(folded: usize) -> String {
     )
 }
 
+pub const EXPLAIN_GATE: &str = "Each agent with the completion gate off in one column and on in another: \
+pass rates [Wilson 95% interval, in %], on − off in percentage points [Newcombe 95%], the tasks that \
+passed only with the gate on / only with it off, and the exact McNemar p; then the tasks whose gate-off \
+verdict was a self_stop (the agent stopped, the experiment did not pass) and what each became with the \
+gate on: passed, a budget failure (its time or model budget ran out), still self_stop, or another \
+failure.";
+
+/// Said under the gate's table when a row has fewer than
+/// `MIN_PAIRED_TASKS` tasks.
+pub fn few_gate_tasks() -> String {
+    format!(
+        "Rows marked (few) have fewer than {MIN_PAIRED_TASKS} tasks in common: no difference there can be \
+         told from chance."
+    )
+}
+
+/// One row per agent with the gate off against the same agent with it on;
+/// none without such a pair. Rows with fewer than `MIN_PAIRED_TASKS`
+/// tasks are kept, marked (the whole point of a gate run is this row),
+/// and the flag says whether any is.
+pub fn gate_effect(report: &Report) -> Option<(Table, bool)> {
+    let rows = report.gate_effects();
+    if rows.is_empty() {
+        return None;
+    }
+    let few = rows.iter().any(|g| g.off_rate.n < MIN_PAIRED_TASKS);
+    let head = [
+        "gate off → on",
+        "gate",
+        "tasks",
+        "off passed",
+        "on passed",
+        "on − off [95% CI]",
+        "only on / only off",
+        "McNemar p",
+        "self_stop off",
+        "→ passed",
+        "→ budget",
+        "→ self_stop",
+        "→ other",
+    ]
+    .map(Cell::ours)
+    .to_vec();
+    let rows = rows
+        .iter()
+        .map(|g| {
+            let n = g.off_rate.n;
+            let mut tasks = n.to_string();
+            if g.left_out > 0 {
+                tasks += &format!(" ({} left out)", g.left_out);
+            }
+            if n < MIN_PAIRED_TASKS {
+                tasks += " (few)";
+            }
+            let dash = || "-".to_string();
+            let c = g.comparison.as_ref();
+            let s = &g.self_stops;
+            let mut cells = vec![Cell::theirs(format!("{} → {}", g.off, g.on)), Cell::ours(g.mode.as_str())];
+            cells.extend([Cell::ours(tasks), rate(&g.off_rate), rate(&g.on_rate)]);
+            cells.extend(
+                [
+                    c.map_or_else(dash, |c| {
+                        format!(
+                            "{} [{}, {}]",
+                            points(c.difference),
+                            points(c.interval.lo),
+                            points(c.interval.hi)
+                        )
+                    }),
+                    c.map_or_else(dash, |c| format!("{} / {}", c.table.only_a, c.table.only_b)),
+                    c.map_or_else(dash, |c| p_value(c.p_value)),
+                    s.off.to_string(),
+                    s.passed.to_string(),
+                    s.budget.to_string(),
+                    s.self_stop.to_string(),
+                    s.other.to_string(),
+                ]
+                .map(Cell::ours),
+            );
+            Row::plain(cells)
+        })
+        .collect();
+    Some((Table { head, rows, text_columns: 2 }, few))
+}
+
 /// Failed trials per class (or per stage reached), with shares of each
 /// column's failures and an `all` column. `rows` are the row names, each
 /// with its count per arm (in `counts`' order).

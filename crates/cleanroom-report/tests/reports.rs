@@ -22,7 +22,7 @@ use cleanroom_report::{
     render_csv, render_html, render_json, render_junit, render_markdown, summary_table, ClassRow, Report,
     ReportInput, RunInput, SliceBy, TaskInfo,
 };
-use cleanroom_store::{Evidence, FailureClass, Outcome, Summary, Tag, TrialRecord, VerdictStage};
+use cleanroom_store::{Evidence, FailureClass, GateMode, Outcome, Summary, Tag, TrialRecord, VerdictStage};
 use support::xml::check_xml;
 
 const EVIL: &str = "<script>alert('x')</script>";
@@ -117,6 +117,7 @@ fn input(tasks: Option<BTreeMap<String, TaskInfo>>) -> ReportInput {
             run_id: "run-1".into(),
             agents: vec!["a".into(), "script-b-sh".into()],
             records: records(),
+            ..Default::default()
         }],
         tasks,
         notes: vec![],
@@ -299,8 +300,14 @@ fn the_same_agent_in_two_runs_makes_two_columns() {
                 run_id: "run-1".into(),
                 agents: vec!["a".into(), "script-b-sh".into()],
                 records: records(),
+                ..Default::default()
             },
-            RunInput { run_id: "run-2".into(), agents: vec!["a".into()], records: second },
+            RunInput {
+                run_id: "run-2".into(),
+                agents: vec!["a".into()],
+                records: second,
+                ..Default::default()
+            },
         ],
         tasks: Some(tasks()),
         notes: vec![],
@@ -466,7 +473,12 @@ fn every_variant() -> Report {
     }
     Report::build(
         ReportInput {
-            runs: vec![RunInput { run_id: "run-1".into(), agents: vec!["a".into()], records }],
+            runs: vec![RunInput {
+                run_id: "run-1".into(),
+                agents: vec!["a".into()],
+                records,
+                ..Default::default()
+            }],
             tasks: None,
             notes: vec![],
         },
@@ -630,4 +642,99 @@ fn pairs_with_too_few_tasks_in_common_are_folded_into_a_count() {
     assert_eq!(rows.len(), 3, "only a against script-b-sh: {pairs}");
     assert!(rows[2].starts_with("| a | script-b-sh | 3 (1 left out) |"), "{pairs}");
     assert!(pairs.contains("2 pairs of agents with fewer than 3 tasks in common left out."), "{pairs}");
+}
+
+/// llm:gpt with the gate off and enforced in one run (`--gate off --gate
+/// enforced`), on the four tasks:
+///
+/// | task   | a-gate-off | a-gate-enforced |
+/// |--------|------------|-----------------|
+/// | t-ai-1 | self_stop  | ✓               |
+/// | t-ai-2 | self_stop  | budget          |
+/// | t-sys  | self_stop  | self_stop       |
+/// | t-sci  | ✓          | ✓               |
+fn gated(only: &[&str]) -> Report {
+    use FailureClass::*;
+    let mut records = Vec::new();
+    for (task, off, on) in [
+        ("t-ai-1", Some(SelfStop), None),
+        ("t-ai-2", Some(SelfStop), Some(Budget)),
+        ("t-sys", Some(SelfStop), Some(SelfStop)),
+        ("t-sci", None, None),
+    ] {
+        if !only.contains(&task) {
+            continue;
+        }
+        for (id, class) in [("a-gate-off", off), ("a-gate-enforced", on)] {
+            let outcome = if class.is_some() { Outcome::Failed } else { Outcome::Passed };
+            let mut r = rec(task, "a", 1, outcome, class);
+            r.agent_id = id.into();
+            records.push(r);
+        }
+    }
+    let agents = [("a-gate-off", GateMode::Off), ("a-gate-enforced", GateMode::Enforced)];
+    let run = RunInput {
+        run_id: "run-1".into(),
+        agents: agents.iter().map(|(id, _)| id.to_string()).collect(),
+        records,
+        gates: agents.iter().map(|&(id, gate)| (id.to_string(), gate)).collect(),
+    };
+    Report::build(ReportInput { runs: vec![run], tasks: Some(tasks()), notes: vec![] }, SliceBy::Domain)
+}
+
+#[test]
+fn the_gate_effect_pairs_an_agent_off_and_on_in_markdown_html_and_json() {
+    let report = gated(&["t-ai-1", "t-ai-2", "t-sys", "t-sci"]);
+    // Off passed 1/4 (Wilson [4.6, 69.9]), on 2/4 ([15.0, 85.0]); the
+    // table (both, only on, only off, neither) = (1, 1, 0, 2): +25 points.
+    // Newcombe: ad - bc = 2, not above n/2, so phi = 0; lower = .25 -
+    // sqrt(.34996² + .44936²) = -.31956, upper = .25 + sqrt(.34996² +
+    // .20441²) = .65529. McNemar: one discordant task, p = 1. Three
+    // self-stops off: one passed, one ran out of budget, one stopped again.
+    let md = render_markdown(&report);
+    let gate = section(&md, "## Gate effect");
+    assert_eq!(
+        table_lines(gate)[2..],
+        ["| a-gate-off → a-gate-enforced | enforced | 4 | 1/4 (25.0%) [4.6–69.9] | 2/4 (50.0%) [15.0–85.0] \
+          | +25.0 [-32.0, +65.5] | 1 / 0 | 1.000 | 3 | 1 | 1 | 1 | 0 |"],
+        "\n{gate}"
+    );
+    assert!(
+        gate.contains("first judged trial") && gate.contains("McNemar"),
+        "the rule and the test are said"
+    );
+    assert!(!gate.contains("(few)"), "{gate}");
+
+    let html = render_html(&report);
+    check_xml(&html).unwrap_or_else(|e| panic!("{e}"));
+    let from = html.find("<h2>Gate effect</h2>").unwrap_or_else(|| panic!("{html}"));
+    let to = from + html[from..].find("</table>").unwrap();
+    let in_html = &html[from..to];
+    assert!(
+        in_html.contains("<td>a-gate-off → a-gate-enforced</td><td class=\"text\">enforced</td>"),
+        "{in_html}"
+    );
+    assert!(in_html.contains("+25.0 [-32.0, +65.5]"), "{in_html}");
+
+    let json: serde_json::Value = serde_json::from_str(&render_json(&report)).unwrap();
+    let row = &json["summary"]["gate_effect"]["rows"][0];
+    assert_eq!(row["mode"], "enforced");
+    assert_eq!(
+        row["self_stops"],
+        serde_json::json!({"off": 3, "passed": 1, "budget": 1, "self_stop": 1, "other": 0})
+    );
+    assert_eq!((row["off_rate"]["passed"].as_u64(), row["on_rate"]["passed"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(row["comparison"]["table"]["only_a"], 1, "A is the gate on");
+    assert_eq!(json["summary"]["agents"][1]["gate"], "enforced");
+
+    // Without gates known, no section; with fewer than three tasks in
+    // common the row stays, marked.
+    assert!(!render_markdown(&self::report(SliceBy::Domain)).contains("Gate effect"));
+    let few = render_markdown(&gated(&["t-ai-1", "t-sci"]));
+    let gate = section(&few, "## Gate effect");
+    assert!(
+        table_lines(gate)[2].starts_with("| a-gate-off → a-gate-enforced | enforced | 2 (few) |"),
+        "{gate}"
+    );
+    assert!(gate.contains("fewer than 3 tasks in common"), "{gate}");
 }

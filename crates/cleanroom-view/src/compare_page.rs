@@ -41,6 +41,7 @@ fn only(run: &LoadedRun, agent: &str) -> RunInput {
         run_id: run.entry.run_id.clone(),
         agents: vec![agent.to_string()],
         records: run.records.iter().filter(|r| r.agent_id == agent).cloned().collect(),
+        gates: run.entry.config.agent_gates(),
     }
 }
 

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use cleanroom_report::tables::outcome_text;
 use cleanroom_report::{render_html_sections, why, Links, Report, ReportInput, RunInput, SliceBy};
-use cleanroom_store::TrialRecord;
+use cleanroom_store::{RunConfig, TrialRecord};
 
 use crate::filter::Filter;
 use crate::page::{h, page, query, run_href, trial_href};
@@ -49,6 +49,7 @@ pub fn run_report(run: &LoadedRun) -> Report {
             run_id: run.entry.run_id.clone(),
             agents: config.agents.iter().map(|a| a.id.clone()).collect(),
             records: run.records.clone(),
+            gates: config.agent_gates(),
         }],
         tasks,
         notes,
@@ -68,7 +69,7 @@ pub fn render_run(run: &LoadedRun, filter: &Filter) -> String {
         h(&config.created),
         h(&config.backend),
         h(&config.tool_version),
-        config.gate.as_str(),
+        gates(config),
         config.trials,
         if config.trials == 1 { "" } else { "s" }
     );
@@ -84,6 +85,21 @@ pub fn render_run(run: &LoadedRun, filter: &Filter) -> String {
     }
     let refresh = (entry.state == RunState::Running).then_some(REFRESH_SECONDS);
     page(&format!("run {}", entry.run_id), &[(run_href(&entry.run_id), entry.run_id.clone())], &o, refresh)
+}
+
+/// The gates the run's agents ran under, each once, in their order: two
+/// for a run of `--gate off --gate enforced`.
+fn gates(config: &RunConfig) -> String {
+    let mut gates: Vec<&str> = Vec::new();
+    for gate in config.agents.iter().map(|a| config.gate_of(a).as_str()) {
+        if !gates.contains(&gate) {
+            gates.push(gate);
+        }
+    }
+    if gates.is_empty() {
+        gates.push(config.gate.as_str());
+    }
+    gates.join(", ")
 }
 
 fn progress(o: &mut String, run: &LoadedRun) {
@@ -219,4 +235,26 @@ fn compare_links(o: &mut String, run: &LoadedRun) {
     }
     o.push_str(&links.join(" · "));
     o.push_str("</p>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(gate: &str, agents: &str) -> RunConfig {
+        let head =
+            "tool_version = \"0\"\ncreated = \"\"\nrun_id = \"r\"\nbackend = \"sandbox\"\ntasks = []\n\
+                    trials = 1\njobs = 1\ntimeout_multiplier = 1.0\nretries = 1\n";
+        toml::from_str(&format!("{head}gate = \"{gate}\"\n{agents}")).unwrap()
+    }
+
+    #[test]
+    fn the_meta_line_names_every_gate_the_agents_ran_under() {
+        let plain = "[[agents]]\nspec = \"nop\"\nid = \"nop\"\n";
+        assert_eq!(gates(&config("enforced", plain)), "enforced");
+        let both = "[[agents]]\nspec = \"nop\"\nid = \"nop-gate-off\"\ngate = \"off\"\n\
+                    [[agents]]\nspec = \"nop\"\nid = \"nop-gate-enforced\"\ngate = \"enforced\"\n";
+        assert_eq!(gates(&config("off", both)), "off, enforced");
+        assert_eq!(gates(&config("advisory", "agents = []\n")), "advisory", "a run of no agent has its own");
+    }
 }
