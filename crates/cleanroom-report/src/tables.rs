@@ -237,7 +237,7 @@ pub fn gate_effect(report: &Report) -> Option<(Table, bool)> {
     let few = rows.iter().any(|g| g.off_rate.n < MIN_PAIRED_TASKS);
     let head = [
         "gate off → on",
-        "gate",
+        "mode",
         "tasks",
         "off passed",
         "on passed",
