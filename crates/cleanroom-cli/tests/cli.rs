@@ -10,6 +10,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use cleanroom_store::index::rusqlite::Connection;
+use cleanroom_store::{AgentEntry, GateMode, RunConfig};
 use common::*;
 use serde_json::Value;
 
@@ -62,6 +63,10 @@ fn assert_oracle_passed_and_nop_failed(run_dir: &Path, results: &[Value]) {
             trial_file(run_dir, r, "verify.log")
         );
     }
+}
+
+fn run_config(run_dir: &Path) -> RunConfig {
+    toml_edit::de::from_str(&std::fs::read_to_string(run_dir.join("run.toml")).unwrap()).unwrap()
 }
 
 fn by_agent<'a>(results: &'a [Value], agent_id: &str) -> Vec<&'a Value> {
@@ -1218,6 +1223,80 @@ fn report_reads_every_run_of_the_index() {
     let empty = temp_out("report-no-index");
     let none = cleanroom().args(["report", "--runs-dir"]).arg(&empty).output().unwrap();
     assert_eq!(none.status.code(), Some(2), "{}", text(&none));
+}
+
+/// `--gate off --gate enforced` runs every agent both ways, as agents of
+/// their own on the same tasks, and the report pairs them; nop and the
+/// oracle have no finish to gate (`unsupported`), which is all this needs:
+/// the plan, the ids, run.toml, resume and the report.
+#[test]
+fn two_gates_run_each_agent_both_ways_and_the_report_pairs_them() {
+    let out = temp_out("gates");
+    let tasks = fixtures("tests/fixtures/tasks-adversarial");
+    let (output, run_dir) = run(
+        &out,
+        &["--tasks", &tasks, "--agent", "nop", "--agent", "oracle", "--gate", "off", "--gate", "enforced"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let agents: Vec<(String, String, Option<GateMode>)> =
+        run_config(&run_dir).agents.into_iter().map(|a| (a.spec, a.id, a.gate)).collect();
+    let agent = |spec: &str, id: &str, gate| (spec.to_string(), id.to_string(), Some(gate));
+    assert_eq!(
+        agents,
+        [
+            agent("nop", "nop-gate-off", GateMode::Off),
+            agent("nop", "nop-gate-enforced", GateMode::Enforced),
+            agent("oracle", "oracle-gate-off", GateMode::Off),
+            agent("oracle", "oracle-gate-enforced", GateMode::Enforced),
+        ]
+    );
+    let recorded = results(&run_dir);
+    assert_eq!(recorded.len(), 4);
+    for (id, outcome, gate) in [
+        ("nop-gate-off", "failed", "off"),
+        ("nop-gate-enforced", "failed", "unsupported"),
+        ("oracle-gate-off", "passed", "off"),
+        ("oracle-gate-enforced", "passed", "unsupported"),
+    ] {
+        let r = by_agent(&recorded, id);
+        assert_eq!((r.len(), &r[0]["outcome"], &r[0]["gate"]), (1, &outcome.into(), &gate.into()), "{id}");
+    }
+    // The plan of a resumed run is run.toml's: every trial is there.
+    let resumed = cleanroom().arg("run").arg("--resume").arg(&run_dir).output().unwrap();
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(results(&run_dir).len(), 4, "nothing to rerun");
+
+    let report = cleanroom().arg("report").arg(&run_dir).output().unwrap();
+    let md = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{}", text(&report));
+    let gate = &md[md.find("## Gate effect").unwrap_or_else(|| panic!("{md}"))..];
+    // One task in common: shown, marked; nop's self-stop stays one.
+    let row = |agent: &str| {
+        let start = format!("| {agent}-gate-off → {agent}-gate-enforced | enforced | 1 (few) |");
+        gate.lines()
+            .find(|l| l.starts_with(&start))
+            .unwrap_or_else(|| panic!("{start} in {gate}"))
+            .to_string()
+    };
+    assert!(row("nop").ends_with("| 1 | 0 | 0 | 1 | 0 |"), "{}", row("nop"));
+    assert!(row("oracle").ends_with("| 0 | 0 | 0 | 0 | 0 |"), "{}", row("oracle"));
+}
+
+/// One `--gate` is a run-wide mode as before: plain ids, no gate per agent.
+#[test]
+fn one_gate_keeps_the_plain_agent_ids() {
+    let out = temp_out("one-gate");
+    let tasks = fixtures("tests/fixtures/tasks-adversarial");
+    let (output, run_dir) = run(&out, &["--tasks", &tasks, "--agent", "nop", "--gate", "enforced"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let config = run_config(&run_dir);
+    assert_eq!(config.gate, GateMode::Enforced);
+    assert_eq!(config.agents, [AgentEntry { spec: "nop".into(), id: "nop".into(), gate: None }]);
+    let recorded = results(&run_dir);
+    assert_eq!((&recorded[0]["agent_id"], &recorded[0]["gate"]), (&"nop".into(), &"unsupported".into()));
+    let report = cleanroom().arg("report").arg(&run_dir).output().unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    assert!(!String::from_utf8_lossy(&report.stdout).contains("Gate effect"));
 }
 
 /// `cleanroom run ARGS --out OUT`, with the peak resident memory of the
