@@ -286,9 +286,10 @@ pub struct RunArgs {
     /// Parent directory of the run directories (default: runs).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Completion gate for llm: agents (and command: agents with a stop
-    /// hook): on finish, run the task's public experiment and report it
-    /// (advisory) or refuse until it succeeds (enforced) (default: off).
+    /// Completion gate for llm: and command: agents: when the agent stops,
+    /// run the task's public experiment and report it back (advisory) or
+    /// send the agent back to work until it succeeds (enforced) (default:
+    /// off).
     /// Repeatable: given several modes, each agent runs under every one, as
     /// agents `<ID>-gate-<MODE>` on the same tasks, and `cleanroom report`
     /// compares gate off with gate on.
