@@ -611,8 +611,9 @@ fn the_gate_holds_claude_code_through_its_stop_hook() {
 /// first says it is done without doing anything; the gate runs the
 /// experiment, refuses, and starts the CLI again, which resumes its own
 /// session with the report as the next message, whereupon the model
-/// configures the artifact and the trial passes. With the gate off, the
-/// same scripts stop early and fail as self_stop.
+/// configures the artifact and the trial passes. With the gate off, in
+/// the same run, the same scripts stop early and fail as self_stop, and
+/// the report's gate effect counts each self-stop turned into a pass.
 #[test]
 fn the_gate_holds_every_cli_by_restarting_it() {
     let out = temp_out("restart-gate");
@@ -653,15 +654,19 @@ fn the_gate_holds_every_cli_by_restarting_it() {
     for s in &specs {
         args.extend(["--agent", s]);
     }
-    let trial = |run_dir: &Path, (cli, m): (&str, &str)| trial_dir(run_dir, &format!("command-{cli}-{m}"));
+    // Both ways in one run: each agent under the gate and without it.
+    args.extend(["--gate", "off", "--gate", "enforced"]);
+    let trial = |run_dir: &Path, (cli, m): (&str, &str), gate: &str| {
+        trial_dir(run_dir, &format!("command-{cli}-{m}-gate-{gate}"))
+    };
     let stuck = |(_, m): (&str, &str)| m == "openhands-stuck";
 
     let instruction = std::fs::read_to_string(fixtures(&format!("{TARGET}/instruction.md"))).unwrap();
     let instruction_start = instruction.lines().find(|l| !l.trim().is_empty()).unwrap().to_string();
-    let (output, run_dir) = run(&cfg, &out.join("enforced"), &[&args[..], &["--gate", "enforced"]].concat());
+    let (output, run_dir) = run(&cfg, &out, &args);
     assert!(output.status.success(), "{}", text(&output));
     for agent in agents {
-        let dir = trial(&run_dir, agent);
+        let dir = trial(&run_dir, agent, "enforced");
         let result = json_file(dir.join("result.json"));
         let log = read(dir.join("agent.log"));
         assert_eq!(
@@ -707,16 +712,25 @@ fn the_gate_holds_every_cli_by_restarting_it() {
         assert!(said.contains(&instruction_start), "{agent:?}: {said}");
     }
 
-    let (output, run_dir) = run(&cfg, &out.join("off"), &[&args[..], &["--gate", "off"]].concat());
-    assert!(output.status.success(), "{}", text(&output));
     for agent in agents {
-        let result = json_file(trial(&run_dir, agent).join("result.json"));
+        let result = json_file(trial(&run_dir, agent, "off").join("result.json"));
         assert_eq!(
             (result["outcome"].as_str(), result["class"].as_str(), result["gate"].as_str()),
             (Some("failed"), Some("self_stop"), Some("off")),
             "{agent:?}: {result}"
         );
         assert!(result.get("gate_decisions").is_none() && result.get("gate_mechanism").is_none(), "{result}");
+    }
+    // The report pairs each agent off and on: its self-stop became a pass.
+    let report = cleanroom().arg("report").arg(&run_dir).output().unwrap();
+    assert!(report.status.success(), "{}", text(&report));
+    let md = String::from_utf8_lossy(&report.stdout);
+    let gate = &md[md.find("## Gate effect").unwrap_or_else(|| panic!("{md}"))..];
+    for (cli, m) in agents {
+        let id = format!("command-{cli}-{m}");
+        let start = format!("| {id}-gate-off → {id}-gate-enforced | enforced | 1 (few) |");
+        let row = gate.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("{start} in {gate}"));
+        assert!(row.ends_with("| 1 | 1 | 0 | 0 | 0 |"), "{row}");
     }
     assert_no_key(&out);
 }
