@@ -72,6 +72,11 @@ fn assert_no_key(dir: &Path) {
     }
 }
 
+/// result.json's gate decisions, by name.
+fn gate_decisions(result: &Value) -> Vec<&str> {
+    result["gate_decisions"].as_array().unwrap().iter().map(|d| d["decision"].as_str().unwrap()).collect()
+}
+
 fn observations(trajectory: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for step in trajectory["steps"].as_array().unwrap() {
@@ -211,12 +216,7 @@ fn the_enforced_gate_refuses_until_the_experiment_succeeds() {
     let (output, run_dir) = run(&cfg, &out, &[&agents[..], &["--gate", "enforced"]].concat());
     assert!(output.status.success(), "{}", text(&output));
     let talked = json_file(trial_dir(&run_dir, "llm-talker").join("result.json"));
-    let decisions: Vec<&str> = talked["gate_decisions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["decision"].as_str().unwrap())
-        .collect();
+    let decisions = gate_decisions(&talked);
     assert_eq!(
         (talked["outcome"].as_str(), &decisions[..]),
         (Some("passed"), &["refused", "accepted"][..]),
@@ -229,12 +229,7 @@ fn the_enforced_gate_refuses_until_the_experiment_succeeds() {
         (Some("passed"), Some("enforced"), Some("built_in")),
         "{result}"
     );
-    let decisions: Vec<&str> = result["gate_decisions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["decision"].as_str().unwrap())
-        .collect();
+    let decisions = gate_decisions(&result);
     assert_eq!(decisions, ["refused", "accepted"], "{result}");
     let trajectory = json_file(trial_dir(&run_dir, "llm-gated").join("trajectory.json"));
     let decisions: Vec<&str> = trajectory["steps"]
@@ -674,12 +669,7 @@ fn the_gate_holds_every_cli_by_restarting_it() {
             (Some("passed"), Some("enforced"), Some("restart")),
             "{agent:?}: {result}\n{log}"
         );
-        let decisions: Vec<&str> = result["gate_decisions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d["decision"].as_str().unwrap())
-            .collect();
+        let decisions = gate_decisions(&result);
         assert_eq!(decisions, ["refused", "accepted"], "{agent:?}: {result}");
         assert_eq!(
             result["gate_decisions"][0]["missing_outputs"],
@@ -780,12 +770,7 @@ cat <&3 >/dev/null
         (Some("budget"), Some("budget"), Some(3)),
         "{result}"
     );
-    let decisions: Vec<&str> = result["gate_decisions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["decision"].as_str().unwrap())
-        .collect();
+    let decisions = gate_decisions(&result);
     assert_eq!(decisions, ["refused", "refused"], "{result}");
     // Each run's own log is kept; the file grew, run by run.
     let log = read(dir.join("agent-own-own.log"));
