@@ -152,8 +152,8 @@ struct Holder<'a> {
     cancel: &'a CancelToken,
     /// The trajectory's records of the decisions.
     decisions: Vec<serde_json::Value>,
-    /// The last exchange seen at the last decision.
-    since: u32,
+    /// The exchanges already seen at the last decision.
+    seen: usize,
 }
 
 impl Holder<'_> {
@@ -162,10 +162,10 @@ impl Holder<'_> {
     /// agent stop (and says why).
     fn ask(&mut self, run: u32) -> Option<String> {
         let exchanges = self.gateway.exchanges();
-        if restart::acted_since(&exchanges, self.since) {
+        if restart::acted(exchanges.get(self.seen..).unwrap_or_default()) {
             self.gate.note_action();
         }
-        self.since = restart::last_seq(&exchanges);
+        self.seen = exchanges.len();
         let decision = match self.gate.on_finish(self.env, self.task, self.deadline, self.cancel) {
             Ok(decision) => decision,
             Err(e) => self.gate.note_failure(&e.to_string()),
@@ -275,6 +275,7 @@ pub(crate) fn run(
     if hooked {
         vars.push(("CLEANROOM_GATE".into(), recorded_gate.as_str().into()));
     }
+    let steps_used_up = || ctx.max_steps.is_some_and(|max| gateway.totals().requests >= max);
     let mut holder = Holder {
         gate: Gate::new(ctx.gate),
         env,
@@ -283,7 +284,7 @@ pub(crate) fn run(
         deadline,
         cancel: &agent_cancel,
         decisions: Vec::new(),
-        since: 0,
+        seen: 0,
     };
     let mut output = Captured::new(AGENT_OUTPUT_LIMIT);
     let mut native_logs = Vec::new();
@@ -338,7 +339,7 @@ pub(crate) fn run(
             let ended_on_its_own = matches!(out.status, cleanroom_env::ExitStatus::Exited(_))
                 && fatal.lock().unwrap_or_else(|p| p.into_inner()).is_none()
                 && !cancel.is_cancelled()
-                && ctx.max_steps.is_none_or(|max| gateway.totals().requests < max);
+                && !steps_used_up();
             if held_by != Some(GateMechanism::Restart) || !ended_on_its_own {
                 return Ok(out);
             }
@@ -386,9 +387,7 @@ pub(crate) fn run(
             }
             // The agent's own step limit is set from --max-steps: ending
             // there is the budget running out, whoever noticed first.
-            None if stop == Stop::Finished
-                && ctx.max_steps.is_some_and(|max| gateway.totals().requests >= max) =>
-            {
+            None if stop == Stop::Finished && steps_used_up() => {
                 stop = Stop::Budget;
                 error = Some("step budget (--max-steps) used up (the agent's own limit)".into());
             }

@@ -151,7 +151,7 @@ pub fn recorded_gate(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> Appl
 /// agent's `finish`, an external CLI's stop hook, or else a restart of the
 /// CLI when it ends on its own.
 pub fn gate_mechanism(agent: &AgentSpec, ctx: &AgentContext, task: &Task) -> Option<GateMechanism> {
-    if !matches!(recorded_gate(agent, ctx, task), AppliedGate::Advisory | AppliedGate::Enforced) {
+    if !llm::gate::Gate::applies(ctx.gate, task) {
         return None;
     }
     match agent {

@@ -100,16 +100,11 @@ fn calls_of(exchange: &Exchange) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Whether the model made a tool call in an exchange after `seq`: the
-/// agent acted since then. A call of `finish` (the built-in agent's and
-/// OpenHands' way to stop) is not an action.
-pub fn acted_since(exchanges: &[Exchange], seq: u32) -> bool {
-    exchanges.iter().filter(|x| x.seq > seq).flat_map(calls_of).any(|(name, _)| name != "finish")
-}
-
-/// The number of the last exchange so far (0 before the first).
-pub fn last_seq(exchanges: &[Exchange]) -> u32 {
-    exchanges.iter().map(|x| x.seq).max().unwrap_or(0)
+/// Whether the model made a tool call in any of `exchanges`: the agent
+/// acted. A call of `finish` (the built-in agent's and OpenHands' way to
+/// stop) is not an action.
+pub fn acted(exchanges: &[Exchange]) -> bool {
+    exchanges.iter().flat_map(calls_of).any(|(name, _)| name != "finish")
 }
 
 #[cfg(test)]
@@ -172,15 +167,13 @@ mod tests {
     }
 
     #[test]
-    fn acting_is_a_tool_call_after_the_mark() {
+    fn acting_is_a_tool_call_other_than_finish() {
         let exchanges = vec![
             exchange(1, call("bash", "{}")),
             exchange(2, text("Done.")),
             exchange(3, call("finish", "{}")),
         ];
-        assert!(acted_since(&exchanges, 0));
-        assert!(!acted_since(&exchanges, 1), "neither a reply without a tool call nor finish is an action");
-        assert_eq!(last_seq(&exchanges), 3);
-        assert_eq!(last_seq(&[]), 0);
+        assert!(acted(&exchanges));
+        assert!(!acted(&exchanges[1..]), "neither a reply without a tool call nor finish is an action");
     }
 }

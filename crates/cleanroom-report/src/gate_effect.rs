@@ -67,12 +67,13 @@ impl Report {
     pub fn gate_effects(&self) -> Vec<GateEffect> {
         let mut rows = Vec::new();
         for (a, off) in self.arms.iter().enumerate().filter(|(_, arm)| arm.gate == Some(GateMode::Off)) {
+            let first_off = self.first_judged(a);
             for (b, on) in self.arms.iter().enumerate() {
                 let Some(mode) = on.gate.filter(|&m| m != GateMode::Off) else { continue };
                 if on.agent != off.agent {
                     continue;
                 }
-                let (first_off, first_on) = (self.first_judged(a), self.first_judged(b));
+                let first_on = self.first_judged(b);
                 let (table, left_out) = paired(&first_on, &first_off);
                 let mut self_stops = SelfStops::default();
                 let stopped = first_off

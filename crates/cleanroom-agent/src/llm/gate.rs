@@ -150,6 +150,12 @@ impl Gate {
         }
     }
 
+    /// Whether a gate holds an agent at all: a mode other than off, and a
+    /// public experiment to run.
+    pub fn applies(mode: GateMode, task: &Task) -> bool {
+        matches!(Gate::recorded(mode, task), AppliedGate::Advisory | AppliedGate::Enforced)
+    }
+
     /// The agent acted (ran a tool): a report given before is stale.
     pub fn note_action(&mut self) {
         self.reported = false;
@@ -177,7 +183,7 @@ impl Gate {
             self.reports += 1;
             self.reported = true;
         }
-        if self.mode != GateMode::Off && experiment_command(task).is_some() {
+        if Gate::applies(self.mode, task) {
             self.decisions.push(decision.summary());
         }
         Ok(decision)
