@@ -88,7 +88,7 @@ impl Forwarder {
         limits: Limits,
     ) -> std::io::Result<Forwarder> {
         let shared = Arc::new(Shared { gateway, token, model_name, on_fatal, on_gate });
-        Ok(Forwarder { server: Server::start(listener, shared, limits)? })
+        Ok(Forwarder { server: Server::start("forwarder", listener, shared, limits)? })
     }
 
     /// Stops accepting. Connections being served finish on their own (the

@@ -1,9 +1,10 @@
-//! Just enough HTTP/1.1 for the forwarder: one request at a time per
-//! connection, read in two steps (the head, then the body, so that the
-//! token is checked before a byte of the body is read), bodies by
-//! Content-Length or chunked, answers with a length or as a server-sent
-//! event stream that ends with the connection. Every size is bounded: the
-//! client is the agent under test.
+//! Just enough HTTP/1.1 for the harness's services (the forwarder, the
+//! package cache): one request at a time per connection, read in two steps
+//! (the head, then the body, so that the token is checked before a byte of
+//! the body is read), bodies by Content-Length or chunked, answers with a
+//! length, as a server-sent event stream that ends with the connection, or
+//! streamed from a reader. Every size is bounded: the client is the agent
+//! under test.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 
@@ -20,7 +21,8 @@ const CHUNK_LINE_LIMIT: usize = 1 << 10;
 #[derive(Debug)]
 pub struct Request {
     pub method: String,
-    /// The path without its query string.
+    /// The request target without its query string: a path, or an
+    /// absolute URL when the client takes the server for a proxy.
     pub path: String,
     headers: Vec<(String, String)>,
     /// Empty until [`read_body`] has read it.
@@ -202,12 +204,19 @@ pub enum Response {
     Text(String),
     /// A complete event stream, sent at once, then the connection closes.
     EventStream(String),
+    /// A body read from `body` as it is sent (a download). With a
+    /// `length` the connection can serve another request; without one it
+    /// closes after the body. A body that fails or ends early closes it.
+    Stream { status: u16, content_type: String, length: Option<u64>, body: Box<dyn Read + Send> },
 }
 
 /// Writes `response` in one piece; false when the connection must close
 /// afterwards (`keep_alive` false, or an answer that ends with it).
 pub fn write_response(stream: &mut impl Write, response: Response, keep_alive: bool) -> io::Result<bool> {
     let (bytes, keep) = match response {
+        Response::Stream { status, content_type, length, body } => {
+            return write_stream(stream, status, &content_type, length, body, keep_alive)
+        }
         Response::Json { status, body } => {
             let body = body.to_string();
             let head = format!(
@@ -237,9 +246,32 @@ pub fn write_response(stream: &mut impl Write, response: Response, keep_alive: b
     Ok(keep)
 }
 
+fn write_stream(
+    stream: &mut impl Write,
+    status: u16,
+    content_type: &str,
+    length: Option<u64>,
+    mut body: Box<dyn Read + Send>,
+    keep_alive: bool,
+) -> io::Result<bool> {
+    let keep = keep_alive && length.is_some();
+    let length = length.map_or(String::new(), |len| format!("content-length: {len}\r\n"));
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\n{length}connection: {}\r\n\r\n",
+        reason(status),
+        if keep { "keep-alive" } else { "close" },
+    );
+    stream.write_all(head.as_bytes())?;
+    io::copy(&mut body, stream)?;
+    stream.flush()?;
+    Ok(keep)
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        304 => "Not Modified",
+        403 => "Forbidden",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",

@@ -1,14 +1,17 @@
-//! The forwarder's connections, served so that its client (the agent under
-//! test, which may attack it) cannot exhaust or stop the harness.
+//! The connections of a harness service that an environment reaches (the
+//! model forwarder, the package cache), served so that its client (the
+//! agent under test, which may attack it) cannot exhaust or stop the
+//! harness.
 //!
 //! One accept thread and at most [`Limits::max_connections`] connection
-//! threads, all of this server's own (a forwarder beside it shares
-//! nothing). What can go wrong, and what holds:
+//! threads, all of this server's own (a server beside it shares nothing).
+//! What can go wrong, and what holds:
 //! - many connections: those over the cap get a 503 from the accept thread
 //!   and are closed, so threads and descriptors stay bounded;
 //! - a client that sends nothing, or trickles its request, or does not read
 //!   its answer: each connection has a deadline for waiting, for receiving
-//!   one request and for sending one answer, so it gives its slot back;
+//!   one request and for sending one answer (for a streamed answer, for
+//!   each piece of it), so it gives its slot back;
 //! - a wrong token or a huge body: the handler screens the head before the
 //!   body is read, and sizes are bounded (http.rs);
 //! - accept failing (EMFILE, ENFILE, ECONNABORTED): the loop pauses and goes
@@ -92,13 +95,20 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start(listener: TcpListener, handler: Arc<dyn Handler>, limits: Limits) -> io::Result<Server> {
+    /// Serves `listener`; `name` (`forwarder`, `cache`) names the threads
+    /// and the errors the clients read.
+    pub fn start(
+        name: &'static str,
+        listener: TcpListener,
+        handler: Arc<dyn Handler>,
+        limits: Limits,
+    ) -> io::Result<Server> {
         let accepting = listener.try_clone()?;
         let stopping = Arc::new(AtomicBool::new(false));
         let stop_seen = stopping.clone();
         let thread = std::thread::Builder::new()
-            .name("forwarder-accept".into())
-            .spawn(move || accept_loop(&accepting, &handler, limits, &stop_seen))?;
+            .name(format!("{name}-accept"))
+            .spawn(move || accept_loop(name, &accepting, &handler, limits, &stop_seen))?;
         Ok(Server { listener, stopping, thread: Some(thread) })
     }
 
@@ -121,7 +131,13 @@ impl Drop for Server {
     }
 }
 
-fn accept_loop(listener: &TcpListener, handler: &Arc<dyn Handler>, limits: Limits, stopping: &AtomicBool) {
+fn accept_loop(
+    name: &'static str,
+    listener: &TcpListener,
+    handler: &Arc<dyn Handler>,
+    limits: Limits,
+    stopping: &AtomicBool,
+) {
     let active = Arc::new(AtomicUsize::new(0));
     loop {
         let accepted = listener.accept();
@@ -138,13 +154,13 @@ fn accept_loop(listener: &TcpListener, handler: &Arc<dyn Handler>, limits: Limit
             }
         };
         let Some(slot) = Slot::take(&active, limits.max_connections) else {
-            refuse(conn, handler.as_ref(), limits.max_connections);
+            refuse(name, conn, handler.as_ref(), limits.max_connections);
             continue;
         };
         let handler = handler.clone();
-        let spawned = std::thread::Builder::new().name("forwarder-conn".into()).spawn(move || {
+        let spawned = std::thread::Builder::new().name(format!("{name}-conn")).spawn(move || {
             let _slot = slot;
-            serve(conn, handler.as_ref(), &limits);
+            serve(name, conn, handler.as_ref(), &limits);
         });
         // Out of threads: the closure, with the connection and its slot,
         // is dropped; pause as for a failed accept.
@@ -172,15 +188,15 @@ impl Drop for Slot {
 
 /// Answers 503 without reading and closes, never blocking the accept loop
 /// (a fresh connection's send buffer takes the answer at once).
-fn refuse(conn: TcpStream, handler: &dyn Handler, max: usize) {
-    let message = format!("cleanroom forwarder: {max} connections are open already; retry later");
+fn refuse(name: &str, conn: TcpStream, handler: &dyn Handler, max: usize) {
+    let message = format!("cleanroom {name}: {max} connections are open already; retry later");
     if conn.set_nonblocking(true).is_ok() {
         let _ = http::write_response(&mut &conn, handler.error("", 503, &message), false);
     }
 }
 
-fn serve(conn: TcpStream, handler: &dyn Handler, limits: &Limits) {
-    let mut conn = BufReader::new(Deadlined { stream: conn, deadline: Instant::now() });
+fn serve(name: &str, conn: TcpStream, handler: &dyn Handler, limits: &Limits) {
+    let mut conn = BufReader::new(Deadlined { stream: conn, deadline: Instant::now(), renew: None });
     loop {
         conn.get_mut().expire_in(limits.idle_timeout);
         match conn.fill_buf() {
@@ -188,7 +204,7 @@ fn serve(conn: TcpStream, handler: &dyn Handler, limits: &Limits) {
             Ok(_) => {}
         }
         conn.get_mut().expire_in(limits.request_deadline);
-        let request = match receive(&mut conn, handler) {
+        let request = match receive(name, &mut conn, handler) {
             Ok(request) => request,
             Err(answer) => {
                 if let Some(answer) = answer {
@@ -202,7 +218,12 @@ fn serve(conn: TcpStream, handler: &dyn Handler, limits: &Limits) {
         };
         let response = handler.respond(&request);
         conn.get_mut().expire_in(limits.response_deadline);
-        match http::write_response(conn.get_mut(), response, !request.wants_close()) {
+        // A streamed answer may be large (a download): its deadline is for
+        // each piece, so only a client that stops reading loses it.
+        conn.get_mut().renew = matches!(response, Response::Stream { .. }).then_some(limits.response_deadline);
+        let sent = http::write_response(conn.get_mut(), response, !request.wants_close());
+        conn.get_mut().renew = None;
+        match sent {
             Ok(true) => {}
             _ => return,
         }
@@ -212,9 +233,13 @@ fn serve(conn: TcpStream, handler: &dyn Handler, limits: &Limits) {
 /// Reads one request: its head, which the handler screens, then its body.
 /// Err holds the answer to give before closing, if there is anyone to
 /// give it to.
-fn receive(conn: &mut BufReader<Deadlined>, handler: &dyn Handler) -> Result<Request, Option<Response>> {
+fn receive(
+    name: &str,
+    conn: &mut BufReader<Deadlined>,
+    handler: &dyn Handler,
+) -> Result<Request, Option<Response>> {
     let answer = |path: &str, e: http::ReadError| {
-        e.status().map(|status| handler.error(path, status, &format!("cleanroom forwarder: {e}")))
+        e.status().map(|status| handler.error(path, status, &format!("cleanroom {name}: {e}")))
     };
     let mut request = match http::read_head(conn) {
         Ok(Some(head)) => head,
@@ -244,6 +269,9 @@ fn linger(conn: &mut Deadlined) {
 struct Deadlined {
     stream: TcpStream,
     deadline: Instant,
+    /// While a streamed answer is written: each write renews the deadline
+    /// by this much.
+    renew: Option<Duration>,
 }
 
 impl Deadlined {
@@ -269,6 +297,9 @@ impl Read for Deadlined {
 
 impl Write for Deadlined {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(within) = self.renew {
+            self.expire_in(within);
+        }
         self.stream.set_write_timeout(Some(self.left()?))?;
         self.stream.write(buf)
     }
