@@ -77,6 +77,11 @@ impl Cache {
         Ok(Cache { store: Arc::new(store), upstream: Arc::new(Upstream::new()?), apt: Arc::new(AptIndex::new()) })
     }
 
+    /// Bytes the store holds now.
+    pub fn size(&self) -> u64 {
+        self.store.size()
+    }
+
     /// Why Debian's packages are not kept, where they are not.
     pub fn apt_unverifiable(&self) -> Option<String> {
         self.apt.unverifiable()

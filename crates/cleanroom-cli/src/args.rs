@@ -318,6 +318,14 @@ pub struct RunArgs {
     /// Start trials even where a limit cannot be enforced (recorded).
     #[arg(long)]
     pub allow_unlimited: bool,
+    /// Let the agents download packages from the registries directly,
+    /// not through cleanroom's package cache (recorded).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Most GiB the package cache keeps; past it the least recently used
+    /// files go (default: 20).
+    #[arg(long, value_name = "GIB", allow_negative_numbers = true, value_parser = at_least_one::<u64>)]
+    pub cache_size: Option<u64>,
     /// Exit 100 when the pass rate is below RATE (0 to 1); with --resume,
     /// replaces the run's own.
     #[arg(long, value_name = "RATE", allow_negative_numbers = true, value_parser = rate)]

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use cleanroom_agent::{Config, ConfigError};
+use cleanroom_cache::Cache;
 use cleanroom_env::privilege::{self, Privilege};
 use cleanroom_env::{image, open_backend, Backend, CancelToken, EnvError, HostConfig};
 use cleanroom_runner::{AgentEntry, AgentSetup, Prepared, RunInput};
@@ -62,12 +63,39 @@ pub fn prepare(backend: &dyn Backend, tasks: &[Task], label: &str) -> Result<Pre
     Ok(prepared)
 }
 
+/// The package cache under cleanroom's home, holding at most `size_gib`
+/// (default 20). Where it cannot be opened the run goes on without it,
+/// saying why.
+pub fn package_cache(size_gib: Option<u64>) -> Option<Cache> {
+    let dir = cleanroom_cache::dir_under(&image::cleanroom_home());
+    let limit = size_gib.map_or(cleanroom_cache::DEFAULT_LIMIT, |gib| gib.saturating_mul(1 << 30));
+    match Cache::open(&dir, limit) {
+        Ok(cache) => {
+            eprintln!(
+                "cleanroom: package cache {} holds {:.1} of {:.1} GiB",
+                dir.display(),
+                cache.size() as f64 / (1u64 << 30) as f64,
+                limit as f64 / (1u64 << 30) as f64
+            );
+            if let Some(why) = cache.apt_unverifiable() {
+                eprintln!("cleanroom: the package cache keeps no Debian packages: {why}");
+            }
+            Some(cache)
+        }
+        Err(why) => {
+            eprintln!("cleanroom: the agents download without the package cache: {why}");
+            None
+        }
+    }
+}
+
 /// What the task tools (check, calibrate) run with: the backend, what it
 /// prepared, and the setup of their agents (oracle, nop), which is none.
 pub struct ToolSetup {
     backend: Box<dyn Backend>,
     prepared: Prepared,
     agents: AgentSetup,
+    cache: Option<Cache>,
 }
 
 impl ToolSetup {
@@ -87,7 +115,7 @@ impl ToolSetup {
             )));
         }
         let prepared = prepare(backend.as_ref(), tasks, label)?;
-        Ok(ToolSetup { backend, prepared, agents: AgentSetup::default() })
+        Ok(ToolSetup { backend, prepared, agents: AgentSetup::default(), cache: package_cache(None) })
     }
 
     /// Input for the task tools: default budgets, limits enforced, the
@@ -113,6 +141,7 @@ impl ToolSetup {
             artifacts: &self.prepared.artifacts,
             cancel: cancel.clone(),
             progress_every: None,
+            cache: self.cache.as_ref(),
         }
     }
 }

@@ -99,8 +99,11 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
 
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
-    let run_input =
-        run_input(&config, &tasks, &agents, &agent_setup, backend.as_ref(), &prepared.artifacts, &cancel);
+    let cache = (!config.no_cache).then(|| prepare::package_cache(args.cache_size)).flatten();
+    let run_input = RunInput {
+        cache: cache.as_ref(),
+        ..run_input(&config, &tasks, &agents, &agent_setup, backend.as_ref(), &prepared.artifacts, &cancel)
+    };
     let executor: Box<dyn Executor> = match &config.slurm {
         Some(options) => Box::new(
             SlurmExecutor::new(run_dir.path(), options.clone(), config_file, config.jobs as usize)
@@ -191,6 +194,7 @@ pub(crate) fn run_input<'a>(
         artifacts,
         cancel: cancel.clone(),
         progress_every: Some(PROGRESS_EVERY),
+        cache: None,
     }
 }
 
@@ -261,6 +265,7 @@ fn fresh(args: &RunArgs, config_file: Option<&Path>) -> Result<RunConfig, CliErr
         models,
         external_agents,
         allow_unlimited: args.allow_unlimited,
+        no_cache: args.no_cache,
         fail_under: args.fail_under,
         artifacts: BTreeMap::new(),
         slurm: slurm_options(args, &agent_config)?,
@@ -348,6 +353,7 @@ fn resume(path: &Path, args: &RunArgs, config_file: Option<&Path>) -> Result<(Ru
         ("--max-cost", args.max_cost.is_some()),
         ("--timeout-multiplier", args.timeout_multiplier.is_some()),
         ("--allow-unlimited", args.allow_unlimited),
+        ("--no-cache", args.no_cache),
         ("--config", config_file.is_some()),
         ("--executor", args.executor.is_some()),
     ];

@@ -6,6 +6,7 @@
 //! caller's, decide what to print and write.
 
 mod artifacts;
+mod cache_offer;
 pub mod calibrate;
 pub mod calibrate_notation;
 mod classify;
@@ -67,6 +68,9 @@ pub struct RunInput<'a> {
     /// How often an attempt under way is reported (`EventKind::Progress`);
     /// none: never.
     pub progress_every: Option<std::time::Duration>,
+    /// The package cache each trial's agent downloads through, when its
+    /// task has network; none: straight from the registries.
+    pub cache: Option<&'a cleanroom_cache::Cache>,
 }
 
 /// What agents that use models need: the configuration (models, external

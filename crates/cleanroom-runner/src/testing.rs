@@ -75,5 +75,6 @@ pub fn input<'a>(
         artifacts,
         cancel: CancelToken::new().unwrap(),
         progress_every: None,
+        cache: None,
     }
 }

@@ -12,6 +12,7 @@ use cleanroom_store::{ChangeCounts, Outcome, TrialRecord, OUTPUTS_DIR};
 use cleanroom_task::Task;
 use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Outputs, Verdict};
 
+use crate::cache_offer;
 use crate::classify::classify;
 use crate::env_diff;
 use crate::event::{Phase, TrialFile, TrialKey};
@@ -131,12 +132,18 @@ fn run(
         &PhaseOptions { mounts: phase_mounts(&agent.spec, &ctx), agent: true, ..Default::default() },
     )?;
     populate_workspace(env.as_ref(), task, &staged.dir)?;
+    // A task without network gets no packages either.
+    let cache = match (input.cache, network) {
+        (Some(cache), Network::Outbound) => Some(cache_offer::offer(cache, env.as_ref())?),
+        _ => None,
+    };
     record.timings.environment = started.elapsed().as_secs_f64();
 
     progress.phase(Phase::Agent);
     let agent_run = run_agent(&agent.spec, task, env.as_ref(), &ctx, &input.cancel);
     // Every process the agent started dies here, on every path.
     let ended = env.end_phase();
+    record.cache = cache.map(cache_offer::bytes);
     let agent_run = agent_run?;
     ended?;
     files.push(file("agent.log", agent_run.output.to_bytes()));

@@ -61,6 +61,7 @@ fn one_trial<'a>(
         artifacts,
         cancel: CancelToken::new().unwrap(),
         progress_every: None,
+        cache: None,
     }
 }
 

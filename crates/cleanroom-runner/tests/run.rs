@@ -79,6 +79,7 @@ impl Bench {
             artifacts: &self.staged,
             cancel: run.cancel,
             progress_every: None,
+            cache: None,
         };
         let planned = todo.len();
         let mut events = Vec::new();

@@ -99,6 +99,20 @@ pub struct TrialRecord {
     /// kept out of every pass rate. Written only when true.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub negative_control: bool,
+    /// What the package cache moved for the agent's downloads; none when
+    /// the trial had no cache (`--no-cache`, a task without network).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheBytes>,
+}
+
+/// Bytes of packages (wheels, .debs, tarballs, crates, and their indexes)
+/// a trial's downloads took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CacheBytes {
+    /// Fetched from the registries.
+    pub bytes_upstream: u64,
+    /// Served from the cache without asking the registries.
+    pub bytes_from_cache: u64,
 }
 
 /// An attempt's place in a cluster.
@@ -254,6 +268,7 @@ impl TrialRecord {
             changes: None,
             tampered: Vec::new(),
             negative_control: false,
+            cache: None,
         }
     }
 }

@@ -59,6 +59,10 @@ pub struct RunConfig {
     pub external_agents: BTreeMap<String, cleanroom_model::ExternalAgent>,
     #[serde(default)]
     pub allow_unlimited: bool,
+    /// The agents download from the registries directly, not through the
+    /// package cache (`--no-cache`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_cache: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail_under: Option<f64>,
     /// Task id to the artifact it was run against.

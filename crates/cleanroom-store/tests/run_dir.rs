@@ -32,6 +32,7 @@ fn config(run_id: &str) -> RunConfig {
         models: Default::default(),
         external_agents: Default::default(),
         allow_unlimited: false,
+        no_cache: false,
         fail_under: Some(0.5),
         artifacts: BTreeMap::from([(
             "sobol-seq".into(),

@@ -59,6 +59,7 @@ fn main() {
         models: BTreeMap::new(),
         external_agents: BTreeMap::new(),
         allow_unlimited: false,
+        no_cache: false,
         fail_under: None,
         artifacts: BTreeMap::new(),
         slurm: None,

@@ -45,7 +45,10 @@ pub fn run(args: SlurmTrialArgs, config_file: Option<&Path>) -> Result<(), CliEr
     let setup = run_cmd::agent_setup(&config, agent_config)?;
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
+    // Each node keeps its own cache, under its cleanroom home.
+    let cache = (!config.no_cache).then(|| prepare::package_cache(None)).flatten();
     let input = RunInput {
+        cache: cache.as_ref(),
         jobs: 1,
         retries: 0,
         // The submitting process reports; nothing watches this one.

@@ -36,6 +36,7 @@ fn config(run_id: &str, created: &str) -> RunConfig {
         models: Default::default(),
         external_agents: Default::default(),
         allow_unlimited: false,
+        no_cache: false,
         fail_under: None,
         artifacts: BTreeMap::new(),
         slurm: None,
