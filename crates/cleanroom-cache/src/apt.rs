@@ -45,6 +45,7 @@ struct Archive {
     /// `http://host/path`, without a trailing slash.
     base: String,
     suites: Vec<String>,
+    components: Vec<String>,
 }
 
 impl AptSources {
@@ -56,9 +57,22 @@ impl AptSources {
                 if host_of(&base).is_none() {
                     continue;
                 }
-                match archives.iter_mut().find(|a| a.base == base) {
-                    Some(archive) => archive.suites.extend(entry.suites.iter().cloned()),
-                    None => archives.push(Archive { base, suites: entry.suites.clone() }),
+                let archive = match archives.iter_mut().position(|a| a.base == base) {
+                    Some(i) => &mut archives[i],
+                    None => {
+                        archives.push(Archive { base, suites: Vec::new(), components: Vec::new() });
+                        archives.last_mut().expect("just pushed")
+                    }
+                };
+                for suite in &entry.suites {
+                    if !archive.suites.contains(suite) {
+                        archive.suites.push(suite.clone());
+                    }
+                }
+                for component in &entry.components {
+                    if !archive.components.contains(component) {
+                        archive.components.push(component.clone());
+                    }
                 }
             }
         }
@@ -116,27 +130,29 @@ impl AptIndex {
         self.keyring.is_none().then(|| format!("gpgv or {KEYRING} is missing on this host"))
     }
 
-    /// The sha256 of `path` (`pool/...`) in `archive`, reading the indexes
-    /// of the archive's suites that are not read yet, or are stale.
+    /// The sha256 of `path` (`pool/...`, unescaped) in `archive`, reading
+    /// the indexes of the archive's suites and components that are not
+    /// read yet, or are stale.
     fn sha256_of(&self, fetcher: &Fetcher, archive: &Archive, path: &str) -> Option<String> {
         let key = (archive.base.clone(), path.to_string());
-        let component = path.split('/').nth(1)?.to_string();
         let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(sha) = known.files.get(&key) {
             return Some(sha.clone());
         }
         let keyring = self.keyring.as_ref()?;
         for suite in &archive.suites {
-            let loaded = (archive.base.clone(), suite.clone(), component.clone());
-            if known.loaded.get(&loaded).is_some_and(|at| at.elapsed() < FRESH_FOR) {
-                continue;
+            for component in &archive.components {
+                let loaded = (archive.base.clone(), suite.clone(), component.clone());
+                if known.loaded.get(&loaded).is_some_and(|at| at.elapsed() < FRESH_FOR) {
+                    continue;
+                }
+                // An index that cannot be read now is tried again after a while.
+                known.loaded.insert(loaded, Instant::now());
+                let Some(files) = self.read_index(fetcher, keyring, archive, suite, component) else {
+                    continue;
+                };
+                known.files.extend(files.into_iter().map(|(p, sha)| ((archive.base.clone(), p), sha)));
             }
-            // An index that cannot be read now is tried again after a while.
-            known.loaded.insert(loaded, Instant::now());
-            let Some(files) = self.read_index(fetcher, keyring, archive, suite, &component) else {
-                continue;
-            };
-            known.files.extend(files.into_iter().map(|(p, sha)| ((archive.base.clone(), p), sha)));
         }
         known.files.get(&key).cloned()
     }
@@ -203,11 +219,33 @@ pub fn answer(fetcher: &Fetcher, index: &AptIndex, sources: &AptSources, url: &s
         };
     }
     if rel.starts_with("pool/") {
-        if let Some(sha) = index.sha256_of(fetcher, archive, rel) {
+        if let Some(sha) = index.sha256_of(fetcher, archive, &percent_decoded(rel)) {
             return fetcher.blob(&sha, &url, "application/vnd.debian.binary-package");
         }
     }
     fetcher.pass(&url, None)
+}
+
+/// `path` with its `%XX` escapes decoded (apt escapes the `+` and `~`
+/// of versions; Packages names files unescaped).
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%').then(|| path.get(i + 1..i + 3)).flatten();
+        match escaped.and_then(|hex| u8::from_str_radix(hex, 16).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The sha256 of a `.../by-hash/SHA256/<sha256>` path.
@@ -315,6 +353,12 @@ mod tests {
     #[test]
     fn only_plain_http_archives_are_proxied() {
         assert_eq!(sources().hosts(), ["deb.debian.org"]);
+    }
+
+    #[test]
+    fn escapes_are_decoded_as_packages_names_files() {
+        assert_eq!(percent_decoded("pool/main/k/krb5/libk5crypto3_1.20.1-2%2bdeb12u5_amd64.deb"), "pool/main/k/krb5/libk5crypto3_1.20.1-2+deb12u5_amd64.deb");
+        assert_eq!(percent_decoded("a%7eb%zz%"), "a~b%zz%");
     }
 
     #[test]

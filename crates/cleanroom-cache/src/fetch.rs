@@ -90,12 +90,17 @@ impl Fetcher {
     }
 
     /// The blob `sha256` whole, for the cache's own reading (an apt index
-    /// named by hash); None when it cannot be had with that hash.
+    /// named by hash); None when it cannot be had with that hash. Read
+    /// from the store, it is not counted: nothing was served.
     pub fn blob_bytes(&self, sha256: &str, url: &str) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        if let Some((mut file, _)) = self.store.blob(sha256) {
+            file.read_to_end(&mut bytes).ok()?;
+            return Some(bytes);
+        }
         let Response::Stream { status: 200, mut body, .. } = self.blob(sha256, url, "") else {
             return None;
         };
-        let mut bytes = Vec::new();
         body.read_to_end(&mut bytes).ok()?;
         // Read to its end, the download was committed if it had its hash.
         self.store.blob(sha256)?;
