@@ -326,6 +326,10 @@ pub struct RunArgs {
     /// files go (default: 20).
     #[arg(long, value_name = "GIB", allow_negative_numbers = true, value_parser = at_least_one::<u64>)]
     pub cache_size: Option<u64>,
+    /// Where the package cache lives (default: cache/packages under
+    /// cleanroom's home, /var/lib/cleanroom for root).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Exit 100 when the pass rate is below RATE (0 to 1); with --resume,
     /// replaces the run's own.
     #[arg(long, value_name = "RATE", allow_negative_numbers = true, value_parser = rate)]

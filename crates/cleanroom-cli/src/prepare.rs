@@ -63,11 +63,11 @@ pub fn prepare(backend: &dyn Backend, tasks: &[Task], label: &str) -> Result<Pre
     Ok(prepared)
 }
 
-/// The package cache under cleanroom's home, holding at most `size_gib`
-/// (default 20). Where it cannot be opened the run goes on without it,
-/// saying why.
-pub fn package_cache(size_gib: Option<u64>) -> Option<Cache> {
-    let dir = cleanroom_cache::dir_under(&image::cleanroom_home());
+/// The package cache in `dir` (default: under cleanroom's home), holding
+/// at most `size_gib` (default 20). Where it cannot be opened the run goes
+/// on without it, saying why.
+pub fn package_cache(dir: Option<&Path>, size_gib: Option<u64>) -> Option<Cache> {
+    let dir = dir.map_or_else(|| cleanroom_cache::dir_under(&image::cleanroom_home()), Path::to_path_buf);
     let limit = size_gib.map_or(cleanroom_cache::DEFAULT_LIMIT, |gib| gib.saturating_mul(1 << 30));
     match Cache::open(&dir, limit) {
         Ok(cache) => {
@@ -115,7 +115,7 @@ impl ToolSetup {
             )));
         }
         let prepared = prepare(backend.as_ref(), tasks, label)?;
-        Ok(ToolSetup { backend, prepared, agents: AgentSetup::default(), cache: package_cache(None) })
+        Ok(ToolSetup { backend, prepared, agents: AgentSetup::default(), cache: package_cache(None, None) })
     }
 
     /// Input for the task tools: default budgets, limits enforced, the

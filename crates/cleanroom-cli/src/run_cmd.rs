@@ -99,7 +99,7 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
 
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
-    let cache = (!config.no_cache).then(|| prepare::package_cache(args.cache_size)).flatten();
+    let cache = (!config.no_cache).then(|| prepare::package_cache(args.cache_dir.as_deref(), args.cache_size)).flatten();
     let run_input = RunInput {
         cache: cache.as_ref(),
         ..run_input(&config, &tasks, &agents, &agent_setup, backend.as_ref(), &prepared.artifacts, &cancel)

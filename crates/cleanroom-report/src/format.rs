@@ -51,6 +51,15 @@ pub fn usd(x: f64) -> String {
     }
 }
 
+/// `812 B`, `3.4 kB`, `71.2 MB`, `1.3 GB` (powers of 1000).
+pub fn bytes(n: u64) -> String {
+    let units = [(1e9, "GB"), (1e6, "MB"), (1e3, "kB")];
+    match units.iter().find(|(size, _)| n as f64 >= *size) {
+        Some((size, unit)) => format!("{:.1} {unit}", n as f64 / size),
+        None => format!("{n} B"),
+    }
+}
+
 /// `1,234,567`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();

@@ -242,6 +242,9 @@ fn header(o: &mut String, report: &Report) {
     let runs: Vec<String> =
         report.runs.iter().map(|r| format!("{} ({} trials)", h(&r.run_id), r.trials)).collect();
     let _ = writeln!(o, "<p class=\"meta\">Runs: {}</p>", runs.join(", "));
+    for sentence in report.runs.iter().filter_map(|r| r.packages_sentence()) {
+        let _ = writeln!(o, "<p class=\"meta\">{}</p>", h(&sentence));
+    }
     let agents: Vec<String> = report
         .arms
         .iter()

@@ -109,6 +109,9 @@ fn header(o: &mut String, report: &Report) {
         .collect();
     let agents = if agents.is_empty() { "none with a result yet".to_string() } else { agents.join("; ") };
     let _ = writeln!(o, "Agents: {agents}.  ");
+    for sentence in report.runs.iter().filter_map(|r| r.packages_sentence()) {
+        let _ = writeln!(o, "{}  ", md(&sentence));
+    }
     let outside = report.outside();
     let _ = writeln!(o, "{}", md(&outside.sentence()));
     for line in outside.suspected_lines(&report.arms) {

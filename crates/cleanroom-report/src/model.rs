@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use cleanroom_store::{GateMode, Outcome, TaskInfo, TrialRecord};
+use cleanroom_store::{CacheBytes, GateMode, Outcome, TaskInfo, TrialRecord};
 use cleanroom_verify::VerdictStage;
 
 use crate::class_row::ClassRow;
@@ -123,6 +123,10 @@ impl Trial {
 pub struct RunMeta {
     pub run_id: String,
     pub trials: usize,
+    /// The package cache's bytes, summed over the run's trials; none when
+    /// no trial had the cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packages: Option<CacheBytes>,
 }
 
 #[derive(Debug, Clone)]
@@ -242,6 +246,10 @@ pub struct Costs {
     pub mean_secs: Option<f64>,
     pub median_secs: Option<f64>,
     pub max_secs: Option<f64>,
+    /// What the agents' downloads took through the package cache; none
+    /// when no trial had it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packages: Option<CacheBytes>,
 }
 
 impl Report {
@@ -259,7 +267,11 @@ impl Report {
             }
         }
         for run in &input.runs {
-            runs.push(RunMeta { run_id: run.run_id.clone(), trials: run.records.len() });
+            runs.push(RunMeta {
+                run_id: run.run_id.clone(),
+                trials: run.records.len(),
+                packages: packages(&run.records),
+            });
             let mut order: Vec<&str> = run.agents.iter().map(String::as_str).collect();
             for r in &run.records {
                 if !order.contains(&r.agent_id.as_str()) {
@@ -504,6 +516,7 @@ impl Report {
             c.verify_secs += finite(r.timings.verify);
             totals.push(finite(r.timings.total()));
         }
+        c.packages = packages(ran.iter().copied());
         c.total_secs = totals.iter().sum();
         totals.sort_by(f64::total_cmp);
         if !totals.is_empty() {
@@ -526,6 +539,29 @@ impl Report {
             suspected: self.trials.iter().filter(|t| t.suspected()).collect(),
         }
     }
+}
+
+impl RunMeta {
+    /// What the run's downloads took, in words; none without the cache.
+    pub fn packages_sentence(&self) -> Option<String> {
+        self.packages.map(|p| {
+            format!(
+                "Packages of run {}: {} from the registries, {} from the package cache.",
+                self.run_id,
+                crate::format::bytes(p.bytes_upstream),
+                crate::format::bytes(p.bytes_from_cache)
+            )
+        })
+    }
+}
+
+/// The package cache's bytes of these trials, summed; none when none had
+/// the cache.
+fn packages<'a>(records: impl IntoIterator<Item = &'a TrialRecord>) -> Option<CacheBytes> {
+    records.into_iter().filter_map(|r| r.cache).reduce(|a, b| CacheBytes {
+        bytes_upstream: a.bytes_upstream + b.bytes_upstream,
+        bytes_from_cache: a.bytes_from_cache + b.bytes_from_cache,
+    })
 }
 
 /// The 2×2 table of two arms' verdicts (from [`Report::first_judged`]) on

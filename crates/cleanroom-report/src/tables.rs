@@ -3,10 +3,10 @@
 //! or came from a task, an agent SPEC or an environment: each format
 //! escapes the latter its own way (HTML escapes everything).
 
-use cleanroom_store::{Outcome, TrialRecord, VerdictStage};
+use cleanroom_store::{CacheBytes, Outcome, TrialRecord, VerdictStage};
 
 use crate::class_row::ClassRow;
-use crate::format::{count, duration, interval, p_value, pct, plural, points, rate_cell, share, usd};
+use crate::format::{bytes, count, duration, interval, p_value, pct, plural, points, rate_cell, share, usd};
 use crate::model::{ArmCounts, Costs, Rate, Report, TagRow};
 use crate::stats::TaskAverage;
 use crate::why::trial_dir;
@@ -464,6 +464,13 @@ pub fn costs(report: &Report) -> Table {
             row("prompt tokens", &|c| count(c.prompt_tokens)),
             row("completion tokens", &|c| count(c.completion_tokens)),
             row("cached tokens", &|c| count(c.cached_tokens)),
+        ]);
+    }
+    if costs.iter().any(|c| c.packages.is_some()) {
+        let side = |pick: fn(&CacheBytes) -> u64| move |c: &Costs| c.packages.as_ref().map_or("-".into(), |p| bytes(pick(p)));
+        rows.extend([
+            row("packages from the registries", &side(|p| p.bytes_upstream)),
+            row("packages from the cache", &side(|p| p.bytes_from_cache)),
         ]);
     }
     rows.extend([

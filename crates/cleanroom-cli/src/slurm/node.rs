@@ -46,7 +46,7 @@ pub fn run(args: SlurmTrialArgs, config_file: Option<&Path>) -> Result<(), CliEr
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     // Each node keeps its own cache, under its cleanroom home.
-    let cache = (!config.no_cache).then(|| prepare::package_cache(None)).flatten();
+    let cache = (!config.no_cache).then(|| prepare::package_cache(None, None)).flatten();
     let input = RunInput {
         cache: cache.as_ref(),
         jobs: 1,

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use serde_json::Value;
+
 /// Where `scripts/test-hosts.sh up` writes the configuration of its hosts
 /// (CI's .ci/run starts two).
 pub const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
@@ -51,6 +53,42 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Runs `cleanroom run ARGS --out OUT` and returns its output and the one
+/// run directory it made.
+pub fn run(out: &Path, args: &[&str]) -> (Output, PathBuf) {
+    run_with(cleanroom(), out, args)
+}
+
+/// `cleanroom run ARGS --out OUT` by `cmd`, and its run directory.
+pub fn run_with(mut cmd: std::process::Command, out: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let output = cmd.arg("run").args(args).arg("--out").arg(out).output().unwrap();
+    (output, only_run_dir(out))
+}
+
+pub fn only_run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> =
+        std::fs::read_dir(out).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    assert_eq!(dirs.len(), 1, "one run directory expected in {}", out.display());
+    dirs[0].clone()
+}
+
+/// Every result.json of a run, read as an outside script would.
+pub fn results(run_dir: &Path) -> Vec<Value> {
+    let mut found = Vec::new();
+    let trials = run_dir.join("trials");
+    for task in std::fs::read_dir(&trials).into_iter().flatten().flatten() {
+        for agent in std::fs::read_dir(task.path()).unwrap().flatten() {
+            for n in std::fs::read_dir(agent.path()).unwrap().flatten() {
+                let path = n.path().join("result.json");
+                if path.exists() {
+                    found.push(serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap());
+                }
+            }
+        }
+    }
+    found
 }
 
 pub fn text(out: &Output) -> String {
