@@ -27,7 +27,7 @@ use cleanroom_model::http::Response;
 
 use crate::fetch::{failure, Fetcher, FRESH_FOR};
 use crate::path::is_safe_path;
-use crate::store::is_sha256;
+use crate::store::{is_sha256, Digest};
 
 const KEYRING: &str = "/usr/share/keyrings/debian-archive-keyring.gpg";
 /// The largest decompressed Packages index read (main of bookworm is 45 MB).
@@ -174,7 +174,7 @@ impl AptIndex {
             let name = format!("{component}/binary-{}/Packages{suffix}", self.arch);
             let Some(sha) = release_sha256(&release, &name) else { continue };
             let url = format!("{}/dists/{suite}/{name}", archive.base);
-            let packed = fetcher.blob_bytes(&sha, &url)?;
+            let packed = fetcher.blob_bytes(&Digest::sha256(&sha)?, &url)?;
             let text = compression.unpack(&packed)?;
             return Some(pool_hashes(&text));
         }
@@ -207,20 +207,26 @@ pub fn answer(fetcher: &Fetcher, index: &AptIndex, sources: &AptSources, url: &s
     };
     let rel = &url[archive.base.len() + 1..];
     if rel.starts_with("dists/") {
-        if let Some(sha) = by_hash(rel) {
-            return fetcher.blob(sha, &url, "application/octet-stream");
+        if let Some(digest) = by_hash(rel).and_then(Digest::sha256) {
+            return fetcher.blob(&digest, &url, "application/octet-stream");
         }
         return match fetcher.doc(&url, &url, "*/*") {
             Ok(doc) => {
                 let length = doc.body.len() as u64;
-                crate::fetch::stream(doc.status, &doc.content_type, Some(length), Box::new(std::io::Cursor::new(doc.body)))
+                crate::fetch::stream(
+                    doc.status,
+                    &doc.content_type,
+                    Some(length),
+                    Box::new(std::io::Cursor::new(doc.body)),
+                )
             }
             Err(e) => failure(502, &e),
         };
     }
     if rel.starts_with("pool/") {
-        if let Some(sha) = index.sha256_of(fetcher, archive, &percent_decoded(rel)) {
-            return fetcher.blob(&sha, &url, "application/vnd.debian.binary-package");
+        let sha = index.sha256_of(fetcher, archive, &percent_decoded(rel));
+        if let Some(digest) = sha.and_then(|sha| Digest::sha256(&sha)) {
+            return fetcher.blob(&digest, &url, "application/vnd.debian.binary-package");
         }
     }
     fetcher.pass(&url, None)
@@ -294,7 +300,10 @@ fn pool_hashes(packages: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for stanza in packages.split("\n\n") {
         let field = |name: &str| {
-            stanza.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(": "))).map(str::trim)
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(": ")))
+                .map(str::trim)
         };
         if let (Some(file), Some(sha)) = (field("Filename"), field("SHA256")) {
             if is_sha256(sha) {

@@ -1,7 +1,8 @@
 //! The three ways the cache answers, whatever the registry:
-//! - a **blob**, a package file whose sha256 the registry's index gave:
-//!   served from the store, or streamed from upstream to the client while
-//!   it is written to the store, where it lands only if it has that hash;
+//! - a **blob**, a package file whose hash the registry's index gave (a
+//!   sha256, or npm's sha512): served from the store, or streamed from
+//!   upstream to the client while it is written to the store, where it
+//!   lands only if it has that hash;
 //! - a **document**, an index page that changes (a project's file list, an
 //!   apt InRelease): kept with its validators, served as stored while
 //!   fresh, then revalidated upstream (an unchanged one costs a 304);
@@ -17,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use cleanroom_model::http::Response;
 
-use crate::store::{Pending, Store};
+use crate::store::{Digest, Pending, Store};
 use crate::upstream::{self, Answer, Upstream};
 
 /// How long a document is served without asking upstream whether it
@@ -61,9 +62,9 @@ pub struct Doc {
 }
 
 impl Fetcher {
-    /// The blob `sha256`, whose upstream is `url`.
-    pub fn blob(&self, sha256: &str, url: &str, content_type: &str) -> Response {
-        if let Some((file, len)) = self.store.blob(sha256) {
+    /// The blob `digest`, whose upstream is `url`.
+    pub fn blob(&self, digest: &Digest, url: &str, content_type: &str) -> Response {
+        if let Some((file, len)) = self.store.blob(digest) {
             let body = Counted { inner: file, traffic: self.traffic.clone(), upstream: false };
             return stream(200, content_type, Some(len), Box::new(body));
         }
@@ -75,7 +76,7 @@ impl Fetcher {
             return self.relay(answer, content_type);
         }
         let expected = upstream::length(&answer);
-        let pending = match self.store.new_blob(sha256) {
+        let pending = match self.store.new_blob(digest) {
             Ok(pending) => pending,
             Err(e) => return failure(500, &format!("the cache cannot store a download: {e}")),
         };
@@ -89,21 +90,21 @@ impl Fetcher {
         stream(200, content_type, expected, Box::new(body))
     }
 
-    /// The blob `sha256` whole, for the cache's own reading (an apt index
+    /// The blob `digest` whole, for the cache's own reading (an apt index
     /// named by hash); None when it cannot be had with that hash. Read
     /// from the store, it is not counted: nothing was served.
-    pub fn blob_bytes(&self, sha256: &str, url: &str) -> Option<Vec<u8>> {
+    pub fn blob_bytes(&self, digest: &Digest, url: &str) -> Option<Vec<u8>> {
         let mut bytes = Vec::new();
-        if let Some((mut file, _)) = self.store.blob(sha256) {
+        if let Some((mut file, _)) = self.store.blob(digest) {
             file.read_to_end(&mut bytes).ok()?;
             return Some(bytes);
         }
-        let Response::Stream { status: 200, mut body, .. } = self.blob(sha256, url, "") else {
+        let Response::Stream { status: 200, mut body, .. } = self.blob(digest, url, "") else {
             return None;
         };
         body.read_to_end(&mut bytes).ok()?;
         // Read to its end, the download was committed if it had its hash.
-        self.store.blob(sha256)?;
+        self.store.blob(digest)?;
         Some(bytes)
     }
 
@@ -112,8 +113,9 @@ impl Fetcher {
         let headers: Vec<(&str, &str)> = accept.map(|a| ("accept", a)).into_iter().collect();
         match self.upstream.get(url, &headers) {
             Ok(answer) => {
-                let content_type =
-                    upstream::header(&answer, "content-type").unwrap_or("application/octet-stream").to_string();
+                let content_type = upstream::header(&answer, "content-type")
+                    .unwrap_or("application/octet-stream")
+                    .to_string();
                 self.relay(answer, &content_type)
             }
             Err(e) => failure(502, &e),
@@ -170,11 +172,29 @@ impl Fetcher {
         Ok(Doc { status, content_type: meta.content_type, body })
     }
 
+    /// The document `url` (requested with `accept`, and stored under
+    /// both), its body rewritten before it is served: what is stored is
+    /// the registry's own.
+    pub fn serve_doc(&self, url: &str, accept: &str, rewrite: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Response {
+        match self.doc(&format!("{url} {accept}"), url, accept) {
+            Ok(doc) => {
+                let body = if doc.status == 200 { rewrite(doc.body) } else { doc.body };
+                let length = body.len() as u64;
+                stream(doc.status, &doc.content_type, Some(length), Box::new(io::Cursor::new(body)))
+            }
+            Err(e) => failure(502, &e),
+        }
+    }
+
     /// An upstream answer streamed to the client, kept nowhere.
     fn relay(&self, answer: Answer, content_type: &str) -> Response {
         let status = answer.status().as_u16();
         let length = upstream::length(&answer);
-        let body = Counted { inner: answer.into_body().into_reader(), traffic: self.traffic.clone(), upstream: true };
+        let body = Counted {
+            inner: answer.into_body().into_reader(),
+            traffic: self.traffic.clone(),
+            upstream: true,
+        };
         stream(status, content_type, length, Box::new(body))
     }
 }
@@ -275,7 +295,9 @@ impl Meta {
 
     fn parse(text: &str) -> Option<Meta> {
         let field = |name: &str| {
-            text.lines().find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(": "))).map(str::to_string)
+            text.lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(": ")))
+                .map(str::to_string)
         };
         let secs: u64 = field("fetched")?.parse().ok()?;
         Some(Meta {

@@ -11,11 +11,11 @@
 //! What an environment can do to it: ask. The store lives on the host
 //! under cleanroom's home, never mounted into an environment; a file is
 //! fetched only from its registry's fixed address, and stored only under
-//! the sha256 the registry's own metadata gave for it (pip's index, apt's
-//! signed InRelease and Packages, npm's packument, crates.io's index),
-//! after its content was found to have it. A poisoned answer from anywhere
-//! else never lands; what one trial caused to be stored is what any trial
-//! would have received from the registry.
+//! the hash the registry's own metadata gave for it (a sha256 from pip's
+//! index, apt's signed InRelease and Packages, and crates.io's index; the
+//! sha512 of npm's packument), after its content was found to have it. A
+//! poisoned answer from anywhere else never lands; what one trial caused
+//! to be stored is what any trial would have received from the registry.
 
 mod apt;
 mod crates;
@@ -73,8 +73,13 @@ pub struct CacheTraffic {
 impl Cache {
     /// Opens the cache in `dir`, holding at most `limit` bytes.
     pub fn open(dir: &Path, limit: u64) -> Result<Cache, String> {
-        let store = Store::open(dir, limit).map_err(|e| format!("the package cache {}: {e}", dir.display()))?;
-        Ok(Cache { store: Arc::new(store), upstream: Arc::new(Upstream::new()?), apt: Arc::new(AptIndex::new()) })
+        let store =
+            Store::open(dir, limit).map_err(|e| format!("the package cache {}: {e}", dir.display()))?;
+        Ok(Cache {
+            store: Arc::new(store),
+            upstream: Arc::new(Upstream::new()?),
+            apt: Arc::new(AptIndex::new()),
+        })
     }
 
     /// Bytes the store holds now.
@@ -91,7 +96,8 @@ impl Cache {
     /// for one trial, whose apt uses `apt`.
     pub fn serve(&self, listener: TcpListener, apt: AptSources) -> std::io::Result<Session> {
         let traffic = Arc::new(Traffic::default());
-        let fetcher = Fetcher { store: self.store.clone(), upstream: self.upstream.clone(), traffic: traffic.clone() };
+        let fetcher =
+            Fetcher { store: self.store.clone(), upstream: self.upstream.clone(), traffic: traffic.clone() };
         let handler = Arc::new(Routes { fetcher, apt_index: self.apt.clone(), apt });
         let server = Server::start("cache", listener, handler, Limits::default())?;
         Ok(Session { server, traffic })
@@ -135,11 +141,14 @@ impl Handler for Routes {
         if let Some(rest) = target.strip_prefix("/pypi/") {
             return pypi::answer(&self.fetcher, rest, accept);
         }
+        // Links the client must follow as given are made absolute with
+        // the address it reached the cache by.
+        let base = path::base_url(request.header("host"));
         if let Some(rest) = target.strip_prefix("/npm/") {
-            return npm::answer(&self.fetcher, rest);
+            return npm::answer(&self.fetcher, rest, accept, &base);
         }
         if let Some(rest) = target.strip_prefix("/crates/") {
-            return crates::answer(&self.fetcher, rest);
+            return crates::answer(&self.fetcher, rest, &base);
         }
         failure(404, "this is cleanroom's package cache: /pypi/simple/, /npm/, /crates/, and apt's proxy")
     }

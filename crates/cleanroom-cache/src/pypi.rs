@@ -10,9 +10,9 @@ use std::sync::LazyLock;
 use cleanroom_model::http::Response;
 use regex::Regex;
 
-use crate::fetch::{failure, stream, Fetcher};
+use crate::fetch::{failure, Fetcher};
 use crate::path::is_safe_path;
-use crate::store::is_sha256;
+use crate::store::{is_sha256, Digest};
 
 const INDEX: &str = "https://pypi.org/simple/";
 const FILES: &str = "https://files.pythonhosted.org/";
@@ -27,16 +27,19 @@ pub fn answer(fetcher: &Fetcher, rest: &str, accept: Option<&str>) -> Response {
         let Some((sha256, path)) = file.split_once('/') else {
             return failure(404, "not a file of the index");
         };
-        if !is_sha256(sha256) || !path.starts_with("packages/") || !is_safe_path(path) {
+        let Some(digest) = Digest::sha256(sha256) else {
+            return failure(404, "not a file of the index");
+        };
+        if !path.starts_with("packages/") || !is_safe_path(path) {
             return failure(404, "not a file of the index");
         }
         let url = format!("{FILES}{path}");
         // Core metadata (PEP 658) beside a file: immutable on PyPI, small,
         // and checked by pip against the hash the page gives for it.
         if path.ends_with(".metadata") {
-            return document(fetcher, &url, "*/*", |body| body);
+            return fetcher.serve_doc(&url, "*/*", |body| body);
         }
-        return fetcher.blob(sha256, &url, "application/octet-stream");
+        return fetcher.blob(&digest, &url, "application/octet-stream");
     }
     failure(404, "the PyPI index is /pypi/simple/")
 }
@@ -48,21 +51,9 @@ fn page(fetcher: &Fetcher, project: &str, accept: Option<&str>) -> Response {
     }
     let url = format!("{INDEX}{name}/");
     if accept.is_some_and(|a| a.contains(JSON)) {
-        document(fetcher, &url, JSON, rewrite_json)
+        fetcher.serve_doc(&url, JSON, rewrite_json)
     } else {
-        document(fetcher, &url, "text/html", |body| rewrite_html(&body).into_bytes())
-    }
-}
-
-/// A document, its body rewritten before it is served.
-fn document(fetcher: &Fetcher, url: &str, accept: &str, rewrite: impl Fn(Vec<u8>) -> Vec<u8>) -> Response {
-    match fetcher.doc(&format!("{url} {accept}"), url, accept) {
-        Ok(doc) => {
-            let body = if doc.status == 200 { rewrite(doc.body) } else { doc.body };
-            let length = body.len() as u64;
-            stream(doc.status, &doc.content_type, Some(length), Box::new(std::io::Cursor::new(body)))
-        }
-        Err(e) => failure(502, &e),
+        fetcher.serve_doc(&url, "text/html", |body| rewrite_html(&body).into_bytes())
     }
 }
 
@@ -106,7 +97,9 @@ mod tests {
 <a href="https://files.pythonhosted.org/packages/ab/cd/old-0.1.zip">old-0.1.zip</a>"##
         );
         let out = rewrite_html(page.as_bytes());
-        assert!(out.contains(&format!(r##"href="/pypi/files/{SHA}/packages/ab/cd/x-1.0.tar.gz#sha256={SHA}""##)));
+        assert!(
+            out.contains(&format!(r##"href="/pypi/files/{SHA}/packages/ab/cd/x-1.0.tar.gz#sha256={SHA}""##))
+        );
         assert!(
             out.contains(r#"href="https://files.pythonhosted.org/packages/ab/cd/old-0.1.zip""#),
             "a link without a hash goes upstream: {out}"
@@ -120,7 +113,8 @@ mod tests {
              "hashes": {"sha256": SHA}},
             {"filename": "x-0.1.zip", "url": "https://files.pythonhosted.org/packages/a/x-0.1.zip", "hashes": {}},
         ]});
-        let out: serde_json::Value = serde_json::from_slice(&rewrite_json(page.to_string().into_bytes())).unwrap();
+        let out: serde_json::Value =
+            serde_json::from_slice(&rewrite_json(page.to_string().into_bytes())).unwrap();
         assert_eq!(out["files"][0]["url"], format!("/pypi/files/{SHA}/packages/a/x-1.0.whl"));
         assert_eq!(out["files"][1]["url"], "https://files.pythonhosted.org/packages/a/x-0.1.zip");
     }

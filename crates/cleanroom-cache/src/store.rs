@@ -2,8 +2,9 @@
 //! environment ever mounts it):
 //!
 //! ```text
-//! blobs/<2 hex>/<sha256>   a package file, named by the hash the registry's
-//!                          metadata gave for it and checked against it
+//! blobs/<2 hex>/<hex>      a package file, named by the hash the registry's
+//!                          metadata gave for it and checked against it: a
+//!                          sha256 (64 hex digits), or npm's sha512 (128)
 //! docs/<2 hex>/<sha256 of url and variant>
 //!                          an index document (a PyPI project page, an apt
 //!                          InRelease, an npm packument), with .meta beside it
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use sha2::{Digest, Sha256};
+use sha2::{Digest as _, Sha256, Sha512};
 
 /// After an eviction the store holds at most this share of its limit, so
 /// that the next download does not evict again at once.
@@ -66,16 +67,16 @@ impl Store {
         self.size.load(Ordering::SeqCst)
     }
 
-    /// The blob with this sha256 (lowercase hex), opened, with its length;
-    /// None when it is not stored. Its use is noted for eviction.
-    pub fn blob(&self, sha256: &str) -> Option<(File, u64)> {
-        open_used(&self.blob_path(sha256))
+    /// The blob with this digest, opened, with its length; None when it
+    /// is not stored. Its use is noted for eviction.
+    pub fn blob(&self, digest: &Digest) -> Option<(File, u64)> {
+        open_used(&self.blob_path(digest))
     }
 
-    /// A new temporary file for a download that becomes the blob `sha256`
+    /// A new temporary file for a download that becomes the blob `digest`
     /// when it has that hash.
-    pub fn new_blob(self: &Arc<Self>, sha256: &str) -> io::Result<Pending> {
-        self.pending(self.blob_path(sha256), Some(sha256.to_string()))
+    pub fn new_blob(self: &Arc<Self>, digest: &Digest) -> io::Result<Pending> {
+        self.pending(self.blob_path(digest), Some(digest.clone()))
     }
 
     /// The stored document under `key` (any text naming it: a URL and
@@ -111,8 +112,10 @@ impl Store {
         self.root.join("tmp").join(format!("{}-{n}", std::process::id()))
     }
 
-    fn blob_path(&self, sha256: &str) -> PathBuf {
-        self.root.join("blobs").join(&sha256[..2]).join(sha256)
+    fn blob_path(&self, digest: &Digest) -> PathBuf {
+        // The two algorithms' names differ in length, so they share the
+        // fan-out (and eviction's walk of it).
+        self.root.join("blobs").join(&digest.hex[..2]).join(&digest.hex)
     }
 
     fn doc_path(&self, key: &str) -> PathBuf {
@@ -120,10 +123,11 @@ impl Store {
         self.root.join("docs").join(&name[..2]).join(name)
     }
 
-    fn pending(self: &Arc<Self>, dest: PathBuf, sha256: Option<String>) -> io::Result<Pending> {
+    fn pending(self: &Arc<Self>, dest: PathBuf, expected: Option<Digest>) -> io::Result<Pending> {
         let temp = self.scratch_path();
         let file = File::create(&temp)?;
-        Ok(Pending { store: self.clone(), file, temp, dest, sha256, hasher: Sha256::new(), len: 0 })
+        let check = expected.map(|expected| (Hasher::new(expected.algorithm), expected));
+        Ok(Pending { store: self.clone(), file, temp, dest, check, len: 0 })
     }
 
     /// Counts `len` more bytes, and evicts when over the limit.
@@ -190,9 +194,8 @@ pub struct Pending {
     file: File,
     temp: PathBuf,
     dest: PathBuf,
-    /// The hash the content must have, for a blob.
-    sha256: Option<String>,
-    hasher: Sha256,
+    /// For a blob, the hash its content must have, and the hashing so far.
+    check: Option<(Hasher, Digest)>,
     len: u64,
 }
 
@@ -201,12 +204,16 @@ impl Pending {
     /// hash is removed instead: the error says what it had.
     pub fn commit(mut self) -> io::Result<()> {
         self.file.flush()?;
-        let actual = hex(&std::mem::take(&mut self.hasher).finalize());
-        if let Some(expected) = &self.sha256 {
-            if *expected != actual {
+        if let Some((hasher, expected)) = self.check.take() {
+            let actual = hasher.finish();
+            if actual != expected.hex {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("sha256 {actual}, but the registry's index says {expected}"),
+                    format!(
+                        "{} {actual}, but the registry's metadata says {}",
+                        expected.algorithm.name(),
+                        expected.hex
+                    ),
                 ));
             }
         }
@@ -222,7 +229,9 @@ impl Pending {
 impl Write for Pending {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.file.write(buf)?;
-        self.hasher.update(&buf[..n]);
+        if let Some((hasher, _)) = self.check.as_mut() {
+            hasher.update(&buf[..n]);
+        }
         self.len += n as u64;
         Ok(n)
     }
@@ -261,21 +270,91 @@ fn sweep_temp(dir: &Path) {
     }
 }
 
+/// What a blob is named by and checked against: a hash the registry's
+/// metadata gave for the file. Made only from lowercase hex of the
+/// algorithm's length, so that it is always a plain file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digest {
+    algorithm: Algorithm,
+    hex: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Algorithm {
+    /// What PyPI, Debian and crates.io give.
+    Sha256,
+    /// What npm's `dist.integrity` gives (its sha1 `shasum` is not enough).
+    Sha512,
+}
+
+impl Algorithm {
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha512 => "sha512",
+        }
+    }
+}
+
+impl Digest {
+    /// A sha256 in lowercase hex.
+    pub fn sha256(hex: &str) -> Option<Digest> {
+        is_sha256(hex).then(|| Digest { algorithm: Algorithm::Sha256, hex: hex.to_string() })
+    }
+
+    /// A sha512 in lowercase hex.
+    pub fn sha512(hex: &str) -> Option<Digest> {
+        is_lower_hex(hex, 128).then(|| Digest { algorithm: Algorithm::Sha512, hex: hex.to_string() })
+    }
+}
+
+enum Hasher {
+    Sha256(Sha256),
+    Sha512(Sha512),
+}
+
+impl Hasher {
+    fn new(algorithm: Algorithm) -> Hasher {
+        match algorithm {
+            Algorithm::Sha256 => Hasher::Sha256(Sha256::new()),
+            Algorithm::Sha512 => Hasher::Sha512(Sha512::new()),
+        }
+    }
+
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Hasher::Sha256(h) => h.update(bytes),
+            Hasher::Sha512(h) => h.update(bytes),
+        }
+    }
+
+    fn finish(self) -> String {
+        match self {
+            Hasher::Sha256(h) => hex(&h.finalize()),
+            Hasher::Sha512(h) => hex(&h.finalize()),
+        }
+    }
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Whether `text` is a sha256 in lowercase hex.
 pub fn is_sha256(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    is_lower_hex(text, 64)
+}
+
+fn is_lower_hex(text: &str, len: usize) -> bool {
+    text.len() == len && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn sha(bytes: &[u8]) -> String {
-        hex(&Sha256::digest(bytes))
+    fn sha(bytes: &[u8]) -> Digest {
+        Digest::sha256(&hex(&Sha256::digest(bytes))).unwrap()
     }
 
     #[test]
@@ -295,9 +374,30 @@ mod tests {
         let mut poisoned = store.new_blob(&named).unwrap();
         poisoned.write_all(b"something else").unwrap();
         let err = poisoned.commit().unwrap_err();
-        assert!(err.to_string().contains(&named), "{err}");
+        assert!(err.to_string().contains(&named.hex), "{err}");
         assert!(store.blob(&named).is_none());
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0, "no temporary file is left");
+    }
+
+    #[test]
+    fn a_sha512_blob_is_checked_against_its_sha512() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(dir.path(), 1 << 20).unwrap());
+        let named = Digest::sha512(&hex(&Sha512::digest(b"tarball"))).unwrap();
+        let mut poisoned = store.new_blob(&named).unwrap();
+        poisoned.write_all(b"another tarball").unwrap();
+        assert!(poisoned.commit().unwrap_err().to_string().starts_with("sha512 "));
+        assert!(store.blob(&named).is_none());
+        let mut pending = store.new_blob(&named).unwrap();
+        pending.write_all(b"tarball").unwrap();
+        pending.commit().unwrap();
+        assert_eq!(store.blob(&named).unwrap().1, 7);
+        assert_eq!(store.size(), 7);
+
+        let sha256 = hex(&Sha256::digest(b"tarball"));
+        assert!(Digest::sha512(&sha256).is_none() && Digest::sha256(&named.hex).is_none());
+        assert!(Digest::sha512(&named.hex.to_uppercase()).is_none());
+        assert!(store.blob(&Digest::sha256(&sha256).unwrap()).is_none(), "the algorithms do not share names");
     }
 
     #[test]
@@ -332,6 +432,9 @@ mod tests {
         assert!(store.doc("https://pypi.org/simple/x/ json").is_none());
         store.put_doc("https://pypi.org/simple/x/ json", b"one", "etag: a").unwrap();
         store.put_doc("https://pypi.org/simple/x/ json", b"two", "etag: b").unwrap();
-        assert_eq!(store.doc("https://pypi.org/simple/x/ json").unwrap(), (b"two".to_vec(), "etag: b".into()));
+        assert_eq!(
+            store.doc("https://pypi.org/simple/x/ json").unwrap(),
+            (b"two".to_vec(), "etag: b".into())
+        );
     }
 }

@@ -23,7 +23,8 @@ fn trials_share_downloads_and_an_agent_cannot_poison_them() {
         all.extend(args);
         let (output, run_dir) = run(&out.join(name), &all);
         assert!(output.status.success() || output.status.code() == Some(1), "{}", text(&output));
-        (run_dir, results(&run_dir))
+        let records = results(&run_dir);
+        (run_dir, records)
     };
 
     // The attacker comes first, to an empty cache.
