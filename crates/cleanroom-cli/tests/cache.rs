@@ -32,8 +32,9 @@ fn trials_share_downloads_and_an_agent_cannot_poison_them() {
     let (run_dir, attacked) = run_in("attack", &["--agent", &attacker]);
     let log = std::fs::read_to_string(trial_dir(&run_dir, &attacked[0]).join("agent.log")).unwrap();
     let probe = |name: &str| {
-        let prefix = format!("poison: {name} ");
-        log.lines().find_map(|l| l.strip_prefix(&prefix)).unwrap_or_else(|| panic!("no {name} probe in {log}"))
+        let prefix = format!("poison: {name}");
+        let line = log.lines().find_map(|l| l.strip_prefix(&prefix));
+        line.unwrap_or_else(|| panic!("no {name} probe in {log}")).trim()
     };
     assert_eq!(probe("bind"), "refused 98", "the cache's address is the harness's");
     // Served (pip would refuse it for its hash), but never stored.

@@ -6,7 +6,7 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use cleanroom_store::index::rusqlite::Connection;
