@@ -100,6 +100,11 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
     let cache = (!config.no_cache).then(|| prepare::package_cache(args.cache_dir.as_deref(), args.cache_size)).flatten();
+    // Environments made ahead of need, one per trial under way (none for
+    // Slurm, whose nodes make their own), drained when the trials end.
+    if config.slurm.is_none() {
+        backend.keep_ready(config.jobs as usize)?;
+    }
     let run_input = RunInput {
         cache: cache.as_ref(),
         ..run_input(&config, &tasks, &agents, &agent_setup, backend.as_ref(), &prepared.artifacts, &cancel)
@@ -122,9 +127,11 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
     // A resumed run does the trials without a result, numbering attempts
     // on from those its run kept.
     let plan = Plan::resume(&run_input, &run_dir);
-    cleanroom_runner::run_with(&run_input, plan, executor.as_ref(), &mut |event| {
+    let ran = cleanroom_runner::run_with(&run_input, plan, executor.as_ref(), &mut |event| {
         report_to(&mut reporters, event)
-    })?;
+    });
+    backend.keep_ready(0)?;
+    ran?;
     drop(prepared);
     let interrupted = cancel.is_cancelled();
 

@@ -81,6 +81,23 @@ fn assert_nothing_left_in(pid: u32, home: &Path) {
     }
 }
 
+/// How many sandbox environments the process `pid` has.
+fn environments_of(pid: u32) -> usize {
+    let home = PathBuf::from(std::env::var("CLEANROOM_HOME").unwrap_or_else(|_| "/var/lib/cleanroom".into()));
+    let prefix = format!("{pid}-");
+    let envs = std::fs::read_dir(home.join("envs")).into_iter().flatten().flatten();
+    envs.filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).count()
+}
+
+/// Waits, checking every 100 ms, until `ready` holds; fails after `limit`.
+fn wait_until(ready: impl Fn() -> bool, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < deadline, "not there in {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn run_pid(run_dir: &Path) -> Option<u32> {
     // The run's environments are named after the process that made them;
     // the lock file holds that pid too.
@@ -607,16 +624,9 @@ fn sleeper(dir: &Path) -> String {
 
 /// The run directory in `out`, once `ready` holds of it.
 fn wait_for_run(out: &Path, ready: impl Fn(&Path) -> bool, limit: Duration) -> PathBuf {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Ok(run_dir) = std::panic::catch_unwind(|| only_run_dir(out)) {
-            if ready(&run_dir) {
-                return run_dir;
-            }
-        }
-        assert!(Instant::now() < deadline, "the run did not get there in {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let run_dir = || std::panic::catch_unwind(|| only_run_dir(out)).ok().filter(|r| ready(r));
+    wait_until(|| run_dir().is_some(), limit);
+    run_dir().expect("it was there")
 }
 
 /// A run with retries, interrupted while a trial retries an infra error,
@@ -644,6 +654,9 @@ fn interrupted_run_resumes(signal: i32, name: &str) {
         wait_for_run(&runs, |r| first(r).join("attempt-1.json").is_file(), Duration::from_secs(300));
     let kept = std::fs::read(first(&run_dir).join("attempt-1.json")).unwrap();
     let kept_log = std::fs::read(first(&run_dir).join("attempt-1/agent.log")).unwrap();
+    // The running trial's environment, and the next one, made ahead of
+    // need: what the signal leaves must go too.
+    wait_until(|| environments_of(pid) >= 2, Duration::from_secs(60));
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, signal) };
     let status = child.wait().unwrap();

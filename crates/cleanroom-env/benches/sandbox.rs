@@ -15,11 +15,18 @@
 //!   (defaults: the task format's defaults 20480, 4096, 4096 pids, 2 cpus)
 //! - `BENCH_HOME` where environments are made (default: a fresh directory
 //!   under the system temp dir, removed at the end)
-//! - `BENCH_VARIANTS` comma list of `loopback`, `outbound` (default both)
+//! - `BENCH_VARIANTS` comma list of `loopback`, `outbound`, `pooled`
+//!   (default all three; `pooled` is `outbound` from environments the
+//!   backend made ahead of need, `Backend::keep_ready(1)`: between samples
+//!   the bench waits, untimed, until the pool has made the next one, as a
+//!   run's trials, seconds to hours long, give it time to)
 //! - `BENCH_RAW_DIR` if set, every sample (ms) is also appended, one per
 //!   line, to `<dir>/<prefix>-<variant>-<part>.txt` (scripts/bench.sh pools
 //!   several rounds this way), the prefix `BENCH_RAW_PREFIX` (default
 //!   `cleanroom`)
+//!
+//! `start` is the part a trial waits for before its agent can run:
+//! create + write_file + begin_phase.
 //!
 //! Output: one `RESULT` line per variant and part, easy to grep:
 //! `RESULT <variant> <part> median_ms=.. p10_ms=.. p90_ms=..`
@@ -33,12 +40,12 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
-const PARTS: [&str; 7] = ["total", "create", "write_file", "begin_phase", "exec", "end_phase", "destroy"];
+const PARTS: [&str; 8] = ["total", "create", "write_file", "begin_phase", "exec", "end_phase", "destroy", "start"];
 
 #[derive(Default)]
 struct Samples {
     /// One vector per entry of PARTS, in ms.
-    parts: [Vec<f64>; 7],
+    parts: [Vec<f64>; 8],
 }
 
 fn ms(d: Duration) -> f64 {
@@ -72,7 +79,7 @@ fn one_trial(
     network: Network,
     req: &ExecRequest,
     cancel: &CancelToken,
-) -> [Duration; 7] {
+) -> [Duration; 8] {
     let t0 = Instant::now();
     let mut env = backend.create(spec).expect("create environment");
     let t1 = Instant::now();
@@ -89,7 +96,7 @@ fn one_trial(
     let t5 = Instant::now();
     env.destroy().expect("destroy");
     let t6 = Instant::now();
-    [t6 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5]
+    [t6 - t0, t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t3 - t0]
 }
 
 fn main() {
@@ -138,7 +145,7 @@ fn main() {
         output_limit: 64 * 1024,
     };
     let cancel = CancelToken::new().expect("cancel token");
-    let variants = std::env::var("BENCH_VARIANTS").unwrap_or_else(|_| "loopback,outbound".into());
+    let variants = std::env::var("BENCH_VARIANTS").unwrap_or_else(|_| "loopback,outbound,pooled".into());
     println!(
         "cleanroom {name} bench{}: N={n} (+{warmup} warm-up), cpus={} memory_mb={} disk_mb={} pids_max={}, home={}",
         backend.accelerator().map(|a| format!(" ({a})")).unwrap_or_default(),
@@ -151,15 +158,23 @@ fn main() {
     for variant in variants.split(',').map(str::trim).filter(|v| !v.is_empty()) {
         let network = match variant {
             "loopback" => Network::LoopbackOnly,
-            "outbound" => Network::Outbound,
-            other => panic!("unknown variant {other} (loopback, outbound)"),
+            "outbound" | "pooled" => Network::Outbound,
+            other => panic!("unknown variant {other} (loopback, outbound, pooled)"),
+        };
+        let pooled = variant == "pooled";
+        backend.keep_ready(usize::from(pooled)).expect("keep_ready");
+        let trial = || {
+            if pooled {
+                backend.wait_until_ready();
+            }
+            one_trial(backend, &spec, network, &req, &cancel)
         };
         for _ in 0..warmup {
-            one_trial(backend, &spec, network, &req, &cancel);
+            trial();
         }
         let mut s = Samples::default();
         for _ in 0..n {
-            let d = one_trial(backend, &spec, network, &req, &cancel);
+            let d = trial();
             for (i, d) in d.iter().enumerate() {
                 s.parts[i].push(ms(*d));
             }
@@ -178,8 +193,10 @@ fn main() {
                 }
             }
         }
+        backend.keep_ready(0).expect("keep_ready");
         println!(
-            "-- variant {variant} (Network::{network:?}): create + write_file + begin_phase + exec /bin/true + end_phase + destroy"
+            "-- variant {variant} (Network::{network:?}{}): create + write_file + begin_phase + exec /bin/true + end_phase + destroy",
+            if pooled { ", from the pool" } else { "" }
         );
         for (i, part) in PARTS.iter().enumerate() {
             let v = &mut s.parts[i];

@@ -312,6 +312,17 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Keeps up to `count` environments made ahead of need, so that trials
+    /// start from one at once (a pool, drained when the backend is dropped;
+    /// 0: none). A backend without a pool ignores it.
+    fn keep_ready(&self, _count: usize) -> Result<(), EnvError> {
+        Ok(())
+    }
+
+    /// Waits until the environments kept ready are made (a benchmark's
+    /// wait between samples).
+    fn wait_until_ready(&self) {}
+
     /// How this backend's machines run their CPUs (`kvm`, `tcg`), once its
     /// images are prepared; None for a backend without virtual machines.
     fn accelerator(&self) -> Option<&'static str> {

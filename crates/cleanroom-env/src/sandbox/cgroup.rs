@@ -101,11 +101,7 @@ impl Place {
 
     pub fn create(&self, id: &str, memory_mb: u64, pids_max: u64, cpus: u32) -> Result<Cgroup, EnvError> {
         let all_pids = all_environments_pids_max();
-        let want = Wanted {
-            memory: (memory_mb * 1024 * 1024).to_string(),
-            pids: pids_max.min(all_pids).to_string(),
-            cpu_quota: cpus.max(1) as u64 * CPU_PERIOD,
-        };
+        let mut cg = Cgroup::none();
         match (self, layout()) {
             (Place::Host, Layout::V2) => {
                 let parent = Path::new(ROOT).join(PARENT);
@@ -115,75 +111,70 @@ impl Place {
                 let _ = write(&Path::new(ROOT).join("cgroup.subtree_control"), CONTROLLERS);
                 let _ = write(&parent.join("cgroup.subtree_control"), CONTROLLERS);
                 let _ = write(&parent.join("pids.max"), &all_pids.to_string());
-                create_v2(&parent.join(id), &want)
+                cg.dirs.push(parent.join(id));
             }
-            (Place::Delegated(parent), _) => create_v2(&parent.join(id), &want),
-            (Place::Host, Layout::V1) => create_v1(id, &want, all_pids),
-            _ => Ok(Cgroup::none()),
+            (Place::Delegated(parent), _) => cg.dirs.push(parent.join(id)),
+            (Place::Host, Layout::V1) => {
+                for controller in V1_CONTROLLERS {
+                    let base = Path::new(ROOT).join(controller);
+                    if !base.exists() {
+                        continue;
+                    }
+                    if controller == "pids" {
+                        let _ = write(&base.join(PARENT).join("pids.max"), &all_pids.to_string());
+                    }
+                    cg.dirs.push(base.join(PARENT).join(id));
+                }
+            }
+            _ => return Ok(cg),
         }
+        for dir in &cg.dirs {
+            mkdir(dir)?;
+        }
+        cg.set_limits(memory_mb, pids_max, cpus);
+        Ok(cg)
     }
 }
 
 const CPU_PERIOD: u64 = 100_000;
 
-/// An environment's limits, as the cgroup files take them.
-struct Wanted {
-    memory: String,
-    pids: String,
-    cpu_quota: u64,
-}
-
-fn create_v2(dir: &Path, want: &Wanted) -> Result<Cgroup, EnvError> {
-    let mut cg = Cgroup::none();
-    mkdir(dir)?;
-    cg.dirs.push(dir.to_path_buf());
-    if write(&dir.join("memory.max"), &want.memory).is_ok() {
-        let _ = write(&dir.join("memory.swap.max"), "0");
-        cg.limits.memory = LimitState::Enforced;
-    }
-    if write(&dir.join("pids.max"), &want.pids).is_ok() {
-        cg.limits.pids = LimitState::Enforced;
-    }
-    let _ = write(&dir.join("cpu.max"), &format!("{} {CPU_PERIOD}", want.cpu_quota));
-    Ok(cg)
-}
-
-fn create_v1(id: &str, want: &Wanted, all_pids: u64) -> Result<Cgroup, EnvError> {
-    let mut cg = Cgroup::none();
-    for controller in V1_CONTROLLERS {
-        let base = Path::new(ROOT).join(controller);
-        if !base.exists() {
-            continue;
-        }
-        let dir = base.join(PARENT).join(id);
-        mkdir(&dir)?;
-        if controller == "pids" {
-            let _ = write(&base.join(PARENT).join("pids.max"), &all_pids.to_string());
-        }
-        cg.dirs.push(dir.clone());
-        match controller {
-            "memory" if write(&dir.join("memory.limit_in_bytes"), &want.memory).is_ok() => {
-                // With swap accounting, swap counts too.
-                let memsw = dir.join("memory.memsw.limit_in_bytes");
-                if memsw.exists() {
-                    let _ = write(&memsw, &want.memory);
-                }
-                cg.limits.memory = LimitState::Enforced;
-            }
-            "pids" if write(&dir.join("pids.max"), &want.pids).is_ok() => {
-                cg.limits.pids = LimitState::Enforced;
-            }
-            "cpu" => {
-                let _ = write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD.to_string());
-                let _ = write(&dir.join("cpu.cfs_quota_us"), &want.cpu_quota.to_string());
-            }
-            _ => {}
-        }
-    }
-    Ok(cg)
-}
-
 impl Cgroup {
+    /// Sets the memory, process and CPU limits (again, for an environment
+    /// made ahead of need), and records which hold. Each file is tried in
+    /// every directory: those of the other version or controller are not
+    /// there, and writing them fails.
+    pub fn set_limits(&mut self, memory_mb: u64, pids_max: u64, cpus: u32) {
+        let memory = (memory_mb * 1024 * 1024).to_string();
+        let pids = pids_max.min(all_environments_pids_max()).to_string();
+        let cpu_quota = cpus.max(1) as u64 * CPU_PERIOD;
+        self.limits.memory = LimitState::Unenforced;
+        self.limits.pids = LimitState::Unenforced;
+        for dir in &self.dirs {
+            if write(&dir.join("memory.max"), &memory).is_ok() {
+                let _ = write(&dir.join("memory.swap.max"), "0");
+                self.limits.memory = LimitState::Enforced;
+            }
+            // v1: with swap accounting, swap counts too; memsw may not be
+            // below the memory limit, so a raised limit is written again.
+            let v1_memory = dir.join("memory.limit_in_bytes");
+            let first = write(&v1_memory, &memory).is_ok();
+            let memsw = dir.join("memory.memsw.limit_in_bytes");
+            if memsw.exists() {
+                let _ = write(&memsw, &memory);
+            }
+            if first || write(&v1_memory, &memory).is_ok() {
+                self.limits.memory = LimitState::Enforced;
+            }
+            if write(&dir.join("pids.max"), &pids).is_ok() {
+                self.limits.pids = LimitState::Enforced;
+            }
+            let _ = write(&dir.join("cpu.max"), &format!("{cpu_quota} {CPU_PERIOD}"));
+            if write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD.to_string()).is_ok() {
+                let _ = write(&dir.join("cpu.cfs_quota_us"), &cpu_quota.to_string());
+            }
+        }
+    }
+
     /// No cgroup: every limit unenforced.
     pub fn none() -> Cgroup {
         let unenforced = LimitState::Unenforced;

@@ -22,6 +22,7 @@ mod gpus;
 mod keeper;
 mod kernel_views;
 pub(crate) mod phase;
+mod pool;
 mod seal;
 mod seccomp;
 mod spawn;
@@ -57,10 +58,12 @@ pub struct SandboxBackend {
     rootless: bool,
     cgroups: cgroup::Place,
     /// Image name → its root file system, filled by prepare_images.
-    images: Mutex<HashMap<String, PathBuf>>,
+    images: Arc<Mutex<HashMap<String, PathBuf>>>,
     gpu_host: Arc<GpuHost>,
     /// The indices of `gpu_host`'s GPUs.
     gpus: Arc<GpuPool<u32>>,
+    /// Environments made ahead of need, once [`Backend::keep_ready`] asks.
+    pool: Mutex<Option<pool::Pool>>,
 }
 
 impl SandboxBackend {
@@ -100,9 +103,10 @@ impl SandboxBackend {
             home: home.to_path_buf(),
             rootless,
             cgroups,
-            images: Mutex::new(HashMap::new()),
+            images: Arc::new(Mutex::new(HashMap::new())),
             gpu_host: Arc::default(),
             gpus: Arc::new(GpuPool::new(Vec::new())),
+            pool: Mutex::new(None),
         })
     }
 
@@ -168,13 +172,13 @@ impl Backend for SandboxBackend {
     }
 
     fn create(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>, EnvError> {
-        let image_root = self
-            .images
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&spec.image)
-            .cloned()
-            .ok_or_else(|| EnvError::ImageNotPrepared(spec.image.clone()))?;
+        let image_root = image_root(&self.images, &spec.image)?;
+        if spec.gpus == 0 {
+            let pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(env) = pool.as_ref().and_then(|pool| pool.take(spec)) {
+                return Ok(Box::new(env));
+            }
+        }
         let gpus = match spec.gpus {
             0 => None,
             n => Some(EnvGpus {
@@ -185,6 +189,35 @@ impl Backend for SandboxBackend {
         };
         Ok(Box::new(SandboxEnv::create(&self.home, &image_root, spec, gpus, &self.cgroups, self.rootless)?))
     }
+
+    fn keep_ready(&self, count: usize) -> Result<(), EnvError> {
+        let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        // The old pool, if any, drains as it is dropped.
+        *pool = None;
+        if count == 0 {
+            return Ok(());
+        }
+        let (home, images, cgroups, rootless) =
+            (self.home.clone(), self.images.clone(), self.cgroups.clone(), self.rootless);
+        let make = move |spec: &EnvSpec| {
+            let root = image_root(&images, &spec.image)?;
+            SandboxEnv::create(&home, &root, spec, None, &cgroups, rootless)
+        };
+        *pool = Some(pool::Pool::start(count, Box::new(make))?);
+        Ok(())
+    }
+
+    fn wait_until_ready(&self) {
+        if let Some(pool) = self.pool.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            pool.wait_until_full();
+        }
+    }
+}
+
+/// The root file system of the prepared image `name`.
+fn image_root(images: &Mutex<HashMap<String, PathBuf>>, name: &str) -> Result<PathBuf, EnvError> {
+    let images = images.lock().unwrap_or_else(|p| p.into_inner());
+    images.get(name).cloned().ok_or_else(|| EnvError::ImageNotPrepared(name.to_string()))
 }
 
 pub struct SandboxEnv {
@@ -204,6 +237,10 @@ pub struct SandboxEnv {
     file_points: Vec<String>,
     gpus: Option<EnvGpus>,
     rootless: bool,
+    /// The running phase was begun ahead of need by the pool (outbound,
+    /// nothing bound in): the first `begin_phase` that asks for exactly
+    /// that takes it over.
+    warm_phase: bool,
 }
 
 /// The GPUs an environment holds for its life, and whose driver they come with.
@@ -261,6 +298,7 @@ impl SandboxEnv {
             file_points: Vec::new(),
             gpus,
             rootless,
+            warm_phase: false,
         };
         env.check_limits(spec.allow_unlimited, cgroups)?;
         let (disk, merged) = (env.dir.join("disk"), env.dir.join("root"));
@@ -433,6 +471,13 @@ impl Environment for SandboxEnv {
 
     fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
         let mounts = &options.mounts;
+        if std::mem::take(&mut self.warm_phase) {
+            let plain = options.mounts.is_empty() && options.sealed.is_empty() && self.gpus.is_none();
+            if network == Network::Outbound && plain {
+                return Ok(());
+            }
+            self.end_phase()?;
+        }
         if self.phase.is_some() {
             return Err(EnvError::Phase("a phase is already running".into()));
         }
@@ -487,6 +532,7 @@ impl Environment for SandboxEnv {
     }
 
     fn end_phase(&mut self) -> Result<(), EnvError> {
+        self.warm_phase = false;
         if let Some(mut holder) = self.phase.take() {
             holder.stop()?;
         }
