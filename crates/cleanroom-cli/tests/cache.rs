@@ -91,3 +91,41 @@ fn assert_blobs_are_what_they_are_named(cache: &Path) {
         assert!(path.ends_with(sum), "{path} holds content with sha256 {sum}");
     }
 }
+
+/// On a machine the cache is relayed to its loopback, as the forwarder is.
+#[test]
+fn a_machine_downloads_through_the_cache() {
+    downloads_through_the_cache_on("vm");
+}
+
+/// And on a host of the ssh backend, through its forward.
+#[test]
+fn a_host_downloads_through_the_cache() {
+    downloads_through_the_cache_on("ssh");
+}
+
+fn downloads_through_the_cache_on(backend: &str) {
+    let _alone = alone_if_emulated(backend);
+    let out = temp_out(&format!("cache-{backend}"));
+    let cache = out.join("packages");
+    let agent = format!("script:{}", fixtures("tests/fixtures/agents/fetch-through-cache.sh"));
+    let tasks = fixtures("tests/fixtures/tasks-cache");
+    let mut args = vec!["--tasks", &tasks, "--agent", &agent, "--backend", backend];
+    args.extend(["--cache-dir", cache.to_str().unwrap()]);
+    if backend == "ssh" {
+        args.extend(["--config", TEST_HOSTS]);
+    }
+    let (output, run_dir) = run(&out.join("runs"), &args);
+    assert!(output.status.success(), "{}", text(&output));
+    let record = &results(&run_dir)[0];
+    let log = std::fs::read_to_string(trial_dir(&run_dir, record).join("agent.log")).unwrap();
+    let fetched = |what: &str| {
+        let prefix = format!("fetched: {what} HTTP/1.1 200 OK ");
+        let line = log.lines().find_map(|l| l.strip_prefix(&prefix));
+        line.unwrap_or_else(|| panic!("no {what} in {log}")).trim().parse::<u64>().unwrap()
+    };
+    assert!(fetched("page") > 1000 && fetched("wheel") > 10_000, "{log}");
+    assert!(record["cache"]["bytes_upstream"].as_u64().unwrap() > 10_000, "{record}");
+    assert!(blob(&cache, SIX_WHEEL).exists());
+    assert_blobs_are_what_they_are_named(&cache);
+}
