@@ -366,7 +366,10 @@ mod tests {
 
     #[test]
     fn escapes_are_decoded_as_packages_names_files() {
-        assert_eq!(percent_decoded("pool/main/k/krb5/libk5crypto3_1.20.1-2%2bdeb12u5_amd64.deb"), "pool/main/k/krb5/libk5crypto3_1.20.1-2+deb12u5_amd64.deb");
+        assert_eq!(
+            percent_decoded("pool/main/k/krb5/libk5crypto3_1.20.1-2%2bdeb12u5_amd64.deb"),
+            "pool/main/k/krb5/libk5crypto3_1.20.1-2+deb12u5_amd64.deb"
+        );
         assert_eq!(percent_decoded("a%7eb%zz%"), "a~b%zz%");
     }
 

@@ -99,7 +99,9 @@ pub fn run(args: RunArgs, config_file: Option<&Path>) -> Result<(), CliError> {
 
     let cancel = CancelToken::new().map_err(internal)?;
     interrupt::watch(cancel.clone());
-    let cache = (!config.no_cache).then(|| prepare::package_cache(args.cache_dir.as_deref(), args.cache_size)).flatten();
+    let cache = (!config.no_cache)
+        .then(|| prepare::package_cache(args.cache_dir.as_deref(), args.cache_size))
+        .flatten();
     // Environments made ahead of need, one per trial under way (none for
     // Slurm, whose nodes make their own), drained when the trials end.
     if config.slurm.is_none() {

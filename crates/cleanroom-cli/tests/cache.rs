@@ -39,7 +39,11 @@ fn trials_share_downloads_and_an_agent_cannot_poison_them() {
     assert_eq!(probe("bind"), "refused 98", "the cache's address is the harness's");
     // Served (pip would refuse it for its hash), but never stored.
     assert_eq!(probe("wrong-hash"), "HTTP/1.1 200 OK");
-    assert_eq!(probe("foreign-host"), "HTTP/1.1 403 Forbidden", "the cache is no way to the host's own addresses");
+    assert_eq!(
+        probe("foreign-host"),
+        "HTTP/1.1 403 Forbidden",
+        "the cache is no way to the host's own addresses"
+    );
     assert_eq!(probe("climbing-path"), "HTTP/1.1 404 Not Found");
     let written: u32 = probe("cache-paths written").parse().unwrap();
     assert!(written > 0, "the attacker found paths to write: {log}");
@@ -51,10 +55,18 @@ fn trials_share_downloads_and_an_agent_cannot_poison_them() {
     let (run_dir, oracle) = run_in("oracle", &["--agent", "oracle", "--trials", "2"]);
     let by_trial = |n: u64| oracle.iter().find(|r| r["trial"] == n).unwrap();
     for r in &oracle {
-        assert_eq!(r["outcome"], "passed", "{}", std::fs::read_to_string(trial_dir(&run_dir, r).join("agent.log")).unwrap());
+        assert_eq!(
+            r["outcome"],
+            "passed",
+            "{}",
+            std::fs::read_to_string(trial_dir(&run_dir, r).join("agent.log")).unwrap()
+        );
     }
     let (first, second) = (&by_trial(1)["cache"], &by_trial(2)["cache"]);
-    assert!(first["bytes_upstream"].as_u64().unwrap() > 1_000_000, "python3-venv and six came from upstream: {first}");
+    assert!(
+        first["bytes_upstream"].as_u64().unwrap() > 1_000_000,
+        "python3-venv and six came from upstream: {first}"
+    );
     assert_eq!(second["bytes_upstream"], 0, "the second trial fetched nothing upstream: {second}");
     assert!(second["bytes_from_cache"].as_u64().unwrap() > 1_000_000, "{second}");
     assert_blobs_are_what_they_are_named(&cache);
@@ -73,7 +85,8 @@ fn trials_share_downloads_and_an_agent_cannot_poison_them() {
 }
 
 fn trial_dir(run_dir: &Path, record: &Value) -> std::path::PathBuf {
-    let field = |name: &str| record[name].as_str().map(str::to_string).unwrap_or_else(|| record[name].to_string());
+    let field =
+        |name: &str| record[name].as_str().map(str::to_string).unwrap_or_else(|| record[name].to_string());
     run_dir.join("trials").join(field("task")).join(field("agent_id")).join(field("trial"))
 }
 

@@ -40,7 +40,8 @@ fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
 
-const PARTS: [&str; 8] = ["total", "create", "write_file", "begin_phase", "exec", "end_phase", "destroy", "start"];
+const PARTS: [&str; 8] =
+    ["total", "create", "write_file", "begin_phase", "exec", "end_phase", "destroy", "start"];
 
 #[derive(Default)]
 struct Samples {

@@ -207,7 +207,12 @@ pub enum Response {
     /// A body read from `body` as it is sent (a download). With a
     /// `length` the connection can serve another request; without one it
     /// closes after the body. A body that fails or ends early closes it.
-    Stream { status: u16, content_type: String, length: Option<u64>, body: Box<dyn Read + Send> },
+    Stream {
+        status: u16,
+        content_type: String,
+        length: Option<u64>,
+        body: Box<dyn Read + Send>,
+    },
 }
 
 /// Writes `response` in one piece; false when the connection must close

@@ -220,7 +220,8 @@ fn serve(name: &str, conn: TcpStream, handler: &dyn Handler, limits: &Limits) {
         conn.get_mut().expire_in(limits.response_deadline);
         // A streamed answer may be large (a download): its deadline is for
         // each piece, so only a client that stops reading loses it.
-        conn.get_mut().renew = matches!(response, Response::Stream { .. }).then_some(limits.response_deadline);
+        conn.get_mut().renew =
+            matches!(response, Response::Stream { .. }).then_some(limits.response_deadline);
         let sent = http::write_response(conn.get_mut(), response, !request.wants_close());
         conn.get_mut().renew = None;
         match sent {

@@ -467,7 +467,9 @@ pub fn costs(report: &Report) -> Table {
         ]);
     }
     if costs.iter().any(|c| c.packages.is_some()) {
-        let side = |pick: fn(&CacheBytes) -> u64| move |c: &Costs| c.packages.as_ref().map_or("-".into(), |p| bytes(pick(p)));
+        let side = |pick: fn(&CacheBytes) -> u64| {
+            move |c: &Costs| c.packages.as_ref().map_or("-".into(), |p| bytes(pick(p)))
+        };
         rows.extend([
             row("packages from the registries", &side(|p| p.bytes_upstream)),
             row("packages from the cache", &side(|p| p.bytes_from_cache)),

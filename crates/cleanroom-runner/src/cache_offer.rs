@@ -15,10 +15,14 @@ const SOURCES_LIMIT: u64 = 64 << 10;
 pub(crate) fn offer(cache: &Cache, env: &dyn Environment) -> Result<Session, EnvError> {
     let apt = AptSources::new(&apt_sources(env));
     let listener = env.listen_loopback(cleanroom_cache::PORT)?;
-    let session = cache.serve(listener, apt.clone()).map_err(|e| EnvError::io("start the package cache", e))?;
+    let session =
+        cache.serve(listener, apt.clone()).map_err(|e| EnvError::io("start the package cache", e))?;
     for (path, text) in guest_files(&apt) {
         let dir = path.rsplit_once('/').map_or("/", |(dir, _)| dir);
-        let wrote = env.files().create_dir_all(dir, 0o755).and_then(|()| env.files().write_file(path, text.as_bytes(), 0o644));
+        let wrote = env
+            .files()
+            .create_dir_all(dir, 0o755)
+            .and_then(|()| env.files().write_file(path, text.as_bytes(), 0o644));
         wrote.map_err(|e| EnvError::io(format!("write {path} into the environment"), e))?;
     }
     Ok(session)

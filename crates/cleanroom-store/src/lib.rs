@@ -22,8 +22,8 @@ pub use error::StoreError;
 pub use index::{Index, IndexError, IndexedRun, RebuildReport, Skipped, INDEX_FILE, INDEX_SCHEMA_VERSION};
 pub use lock::held as run_in_use;
 pub use record::{
-    CacheBytes, ChangeCounts, Evidence, ExecutorRecord, FailureClass, Outcome, Tag, Timings, Tokens, TrialRecord,
-    SCHEMA_VERSION,
+    CacheBytes, ChangeCounts, Evidence, ExecutorRecord, FailureClass, Outcome, Tag, Timings, Tokens,
+    TrialRecord, SCHEMA_VERSION,
 };
 pub use remote_attempt::{in_flight, InFlight, RemoteAttempt};
 pub use run_config::{AgentEntry, ArtifactEntry, RunConfig};
