@@ -229,15 +229,28 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// An upstream download read by the client and written to the store as it
-/// goes. At its end the stored copy is committed, which checks its hash;
-/// a download that ends before its announced length is an error to the
-/// client (which then closes), and nothing is stored.
+/// goes. At its end the stored copy is committed, which checks its hash:
+/// with the last of its announced length, before the client has it, so
+/// that a client that has a whole download finds it stored; else at the
+/// end of the stream. A download that ends before its announced length is
+/// an error to the client (which then closes), and nothing is stored.
 struct Tee<R> {
     inner: R,
     pending: Option<Pending>,
     expected: Option<u64>,
     seen: u64,
     traffic: Arc<Traffic>,
+}
+
+impl<R> Tee<R> {
+    /// A download that does not have its hash is still given to the
+    /// client, whose package manager checks it too and refuses it; it is
+    /// only never stored.
+    fn commit(&mut self) {
+        if let Some(pending) = self.pending.take() {
+            let _ = pending.commit();
+        }
+    }
 }
 
 impl<R: Read> Read for Tee<R> {
@@ -250,12 +263,7 @@ impl<R: Read> Read for Tee<R> {
                 self.pending = None;
                 return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the download ended early"));
             }
-            if let Some(pending) = self.pending.take() {
-                // A download that does not have its hash is still given to
-                // the client, whose package manager checks it too and
-                // refuses it; it is only never stored.
-                let _ = pending.commit();
-            }
+            self.commit();
             return Ok(0);
         }
         if let Some(pending) = self.pending.as_mut() {
@@ -263,6 +271,9 @@ impl<R: Read> Read for Tee<R> {
                 // A full disk: the client is served all the same.
                 self.pending = None;
             }
+        }
+        if self.expected == Some(self.seen) {
+            self.commit();
         }
         Ok(n)
     }
