@@ -168,7 +168,7 @@ impl AptIndex {
         component: &str,
     ) -> Option<Vec<(String, String)>> {
         let url = format!("{}/dists/{suite}/InRelease", archive.base);
-        let doc = fetcher.doc(&url, &url, "*/*").ok().filter(|d| d.status == 200)?;
+        let doc = fetcher.doc(&url, "*/*").ok().filter(|d| d.status == 200)?;
         let release = verified(fetcher, keyring, &doc.body)?;
         for (compression, suffix) in [(Compression::Xz, ".xz"), (Compression::Gzip, ".gz")] {
             let name = format!("{component}/binary-{}/Packages{suffix}", self.arch);
@@ -210,18 +210,7 @@ pub fn answer(fetcher: &Fetcher, index: &AptIndex, sources: &AptSources, url: &s
         if let Some(digest) = by_hash(rel).and_then(Digest::sha256) {
             return fetcher.blob(&digest, &url, "application/octet-stream");
         }
-        return match fetcher.doc(&url, &url, "*/*") {
-            Ok(doc) => {
-                let length = doc.body.len() as u64;
-                crate::fetch::stream(
-                    doc.status,
-                    &doc.content_type,
-                    Some(length),
-                    Box::new(std::io::Cursor::new(doc.body)),
-                )
-            }
-            Err(e) => failure(502, &e),
-        };
+        return fetcher.serve_doc(&url, "*/*", |body| body);
     }
     if rel.starts_with("pool/") {
         let sha = index.sha256_of(fetcher, archive, &percent_decoded(rel));

@@ -122,8 +122,10 @@ impl Fetcher {
         }
     }
 
-    /// The document `url` (requested with `accept`), stored under `key`.
-    pub fn doc(&self, key: &str, url: &str, accept: &str) -> Result<Doc, String> {
+    /// The document `url` as requested with `accept` (each variant stored
+    /// apart).
+    pub fn doc(&self, url: &str, accept: &str) -> Result<Doc, String> {
+        let key = &format!("{url} {accept}");
         let stored = self.store.doc(key).and_then(|(body, meta)| Some((body, Meta::parse(&meta)?)));
         if let Some((body, meta)) = &stored {
             if meta.fresh() {
@@ -172,11 +174,10 @@ impl Fetcher {
         Ok(Doc { status, content_type: meta.content_type, body })
     }
 
-    /// The document `url` (requested with `accept`, and stored under
-    /// both), its body rewritten before it is served: what is stored is
-    /// the registry's own.
+    /// The document `url` as requested with `accept`, its body rewritten
+    /// before it is served: what is stored is the registry's own.
     pub fn serve_doc(&self, url: &str, accept: &str, rewrite: impl FnOnce(Vec<u8>) -> Vec<u8>) -> Response {
-        match self.doc(&format!("{url} {accept}"), url, accept) {
+        match self.doc(url, accept) {
             Ok(doc) => {
                 let body = if doc.status == 200 { rewrite(doc.body) } else { doc.body };
                 let length = body.len() as u64;

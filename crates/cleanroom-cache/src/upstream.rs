@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use ureq::tls::{Certificate, RootCerts, TlsConfig};
+use cleanroom_model::client::system_tls;
 
 pub struct Upstream {
     agent: ureq::Agent,
@@ -15,15 +15,8 @@ pub type Answer = ureq::http::Response<ureq::Body>;
 
 impl Upstream {
     pub fn new() -> Result<Upstream, String> {
-        let loaded = rustls_native_certs::load_native_certs();
-        let certs: Vec<Certificate<'static>> =
-            loaded.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
-        if certs.is_empty() {
-            return Err("no certificates in the system store; install ca-certificates".into());
-        }
-        let tls = TlsConfig::builder().root_certs(RootCerts::new_with_certs(&certs)).build();
         let agent = ureq::Agent::config_builder()
-            .tls_config(tls)
+            .tls_config(system_tls()?)
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(30)))
             .timeout_recv_response(Some(Duration::from_secs(60)))

@@ -234,8 +234,7 @@ fn a_browser_follows_links_filters_and_watches_a_run_finish() {
     browser.goto(&format!("{}/", viewer.base));
     let run_link = browser.find("td a[href^='/runs/']");
     let run_href = browser.attribute(&run_link, "href").unwrap();
-    browser.click(&run_link);
-    assert!(browser.url().ends_with(&run_href), "{}", browser.url());
+    browser.follow(&run_link, &run_href);
     let live = browser.text();
     assert!(live.contains("Running:") && live.contains(" of 2 trials done"), "live progress: {live}");
     screenshot(&browser, "run-live");
@@ -249,8 +248,7 @@ fn a_browser_follows_links_filters_and_watches_a_run_finish() {
 
     // A filter narrows the trials to the failed one.
     browser.click(&browser.find("select[name=outcome] option[value=failed]"));
-    browser.click(&browser.find("form.filters button"));
-    assert!(browser.url().contains("outcome=failed"), "{}", browser.url());
+    browser.follow(&browser.find("form.filters button"), "outcome=failed");
     assert!(browser.text().contains("1 of 2 trials match the filters"), "{}", browser.text());
     screenshot(&browser, "run");
 
@@ -262,21 +260,18 @@ fn a_browser_follows_links_filters_and_watches_a_run_finish() {
         .find(|c| browser.attribute(c, "href").is_some_and(|h| h.contains("/nop/")))
         .expect("the nop cell")
         .clone();
-    browser.click(&nop_cell);
-    assert!(browser.url().contains("/trials/count/nop/1"), "{}", browser.url());
+    browser.follow(&nop_cell, "/trials/count/nop/1");
     assert!(browser.text().contains("Why it failed: failed, self_stop"), "{}", browser.text());
     screenshot(&browser, "trial");
 
     // The log link shows the file with line anchors.
-    browser.click(&browser.find("#why a"));
-    assert!(browser.url().contains("/files/verify.log"), "{}", browser.url());
+    browser.follow(&browser.find("#why a"), "/files/verify.log");
     assert!(!browser.find_all("pre.log span[id='L1']").is_empty());
     screenshot(&browser, "file");
 
     browser.goto(&format!("{}/", viewer.base));
     screenshot(&browser, "runs");
-    browser.click(&browser.find("form[action='/compare'] button"));
-    assert!(browser.url().contains("/compare?a="), "{}", browser.url());
+    browser.follow(&browser.find("form[action='/compare'] button"), "/compare?a=");
     assert!(browser.text().contains("Tasks where they differ"), "{}", browser.text());
     screenshot(&browser, "compare");
     drop(browser);

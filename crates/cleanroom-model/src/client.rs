@@ -63,6 +63,18 @@ pub struct Completion {
     pub seconds: f64,
 }
 
+/// TLS trusting the system's certificate store, not bundled web roots:
+/// a TLS-intercepting proxy's CA may be only there.
+pub fn system_tls() -> Result<TlsConfig, String> {
+    let loaded = rustls_native_certs::load_native_certs();
+    let certs: Vec<Certificate<'static>> =
+        loaded.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
+    if certs.is_empty() {
+        return Err("no certificates in the system store; install ca-certificates".into());
+    }
+    Ok(TlsConfig::builder().root_certs(RootCerts::new_with_certs(&certs)).build())
+}
+
 pub struct ChatClient {
     agent: ureq::Agent,
     url: String,
@@ -73,16 +85,13 @@ pub struct ChatClient {
 impl ChatClient {
     pub fn new(config: &ModelConfig) -> Result<ChatClient, ModelError> {
         let api_key = config.api_key().map_err(ModelError::Config)?;
-        let loaded = rustls_native_certs::load_native_certs();
-        let certs: Vec<Certificate<'static>> =
-            loaded.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect();
         let mut builder = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(30)))
             .user_agent(concat!("cleanroom/", env!("CARGO_PKG_VERSION")));
-        if !certs.is_empty() {
-            builder = builder
-                .tls_config(TlsConfig::builder().root_certs(RootCerts::new_with_certs(&certs)).build());
+        // A model on this machine needs none.
+        if let Ok(tls) = system_tls() {
+            builder = builder.tls_config(tls);
         }
         Ok(ChatClient {
             agent: builder.build().new_agent(),

@@ -123,6 +123,17 @@ impl Browser {
         self.send("POST", &self.session_path(&format!("/element/{element}/click")), None);
     }
 
+    /// Clicks a link or button and waits until the page it leads to is the
+    /// current one: a click starts the navigation but need not wait for it.
+    pub fn follow(&self, element: &str, url_part: &str) {
+        self.click(element);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.url().contains(url_part) {
+            assert!(Instant::now() < deadline, "the click led to {}, not to {url_part}", self.url());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn attribute(&self, element: &str, name: &str) -> Option<String> {
         self.send("GET", &self.session_path(&format!("/element/{element}/attribute/{name}")), None)
             .as_str()
