@@ -22,8 +22,10 @@ use crate::store::{Digest, Pending, Store};
 use crate::upstream::{self, Answer, Upstream};
 
 /// How long a document is served without asking upstream whether it
-/// changed: a package published since may stay unseen this long.
-pub const FRESH_FOR: Duration = Duration::from_secs(300);
+/// changed: a package published since may stay unseen this long (devpi's
+/// default too). Long enough that a study's trials share one index: PyPI's
+/// pages often come without validators, and numpy's alone is 1.8 MB.
+pub const FRESH_FOR: Duration = Duration::from_secs(30 * 60);
 /// The largest document kept in memory (npm's biggest packuments are tens
 /// of megabytes; a Packages index of Debian's main is 45 MB).
 const DOC_LIMIT: u64 = 128 << 20;

@@ -247,11 +247,15 @@ pub(crate) fn kill_all_in(dirs: &[PathBuf]) -> Result<(), EnvError> {
     )))
 }
 
+/// Gone already is fine: two sweeps (two trials starting at once) may
+/// both find the same dead cgroup, and only one of them removes it.
 pub(crate) fn remove_dirs(dirs: &[PathBuf]) -> Result<(), EnvError> {
     for dir in dirs {
-        if dir.exists() {
-            std::fs::remove_dir(dir)
-                .map_err(|e| EnvError::io(format!("remove cgroup {}", dir.display()), e))?;
+        match std::fs::remove_dir(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(EnvError::io(format!("remove cgroup {}", dir.display()), e));
+            }
+            _ => {}
         }
     }
     Ok(())

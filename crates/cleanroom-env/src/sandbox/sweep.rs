@@ -110,5 +110,51 @@ fn remove_env(dir: &Path, id: &str, place: &cgroup::Place) -> Result<(), EnvErro
     };
     cgroup::kill_all_in(&dirs)?;
     cgroup::remove_dirs(&dirs)?;
-    std::fs::remove_dir_all(dir).map_err(|e| EnvError::io(format!("remove {}", dir.display()), e))
+    match std::fs::remove_dir_all(dir) {
+        // Another sweep got there first.
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(EnvError::io(format!("remove {}", dir.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Trials that start together each sweep first: they find the same
+    /// dead environments, and every one of them must still start.
+    #[test]
+    fn concurrent_sweeps_of_the_same_dead_environments_all_succeed() {
+        let home = tempfile::tempdir().unwrap();
+        let cgroups = tempfile::tempdir().unwrap();
+        let place = cgroup::Place::Delegated(cgroups.path().to_path_buf());
+        for n in 0..200 {
+            // Pid 0 is never a live owner.
+            let id = format!("0-0-{n}");
+            let env = home.path().join("envs").join(&id);
+            std::fs::create_dir_all(env.join("rootfs/usr/bin")).unwrap();
+            let group = cgroups.path().join(&id);
+            std::fs::create_dir(&group).unwrap();
+            std::fs::write(env.join(CGROUPS_RECORD), format!("{}\n", group.display())).unwrap();
+            std::fs::create_dir(cgroups.path().join(format!("0-0-orphan-{n}"))).unwrap();
+        }
+        let start = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            let sweeps: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        sweep(home.path(), &place)
+                    })
+                })
+                .collect();
+            for handle in sweeps {
+                handle.join().unwrap().unwrap();
+            }
+        });
+        assert_eq!(std::fs::read_dir(home.path().join("envs")).unwrap().count(), 0);
+        assert_eq!(std::fs::read_dir(cgroups.path()).unwrap().count(), 0);
+    }
 }
