@@ -481,11 +481,7 @@ fn remove_tree(path: &Path) -> Result<(), EnvError> {
             }
         }
     }
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(EnvError::io(format!("removing {}", path.display()), e)),
-    }
+    crate::removal::remove_dir_all_if_present(path)
 }
 
 /// Mount points of this process's mount namespace at or below `path`.

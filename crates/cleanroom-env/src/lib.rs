@@ -16,6 +16,7 @@ mod last_line;
 mod output;
 pub mod privilege;
 mod registry;
+mod removal;
 mod rootfs;
 pub mod sandbox;
 pub mod seal;

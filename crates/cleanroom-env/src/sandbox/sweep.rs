@@ -110,13 +110,7 @@ fn remove_env(dir: &Path, id: &str, place: &cgroup::Place) -> Result<(), EnvErro
     };
     cgroup::kill_all_in(&dirs)?;
     cgroup::remove_dirs(&dirs)?;
-    match std::fs::remove_dir_all(dir) {
-        // Another sweep got there first.
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(EnvError::io(format!("remove {}", dir.display()), e))
-        }
-        _ => Ok(()),
-    }
+    crate::removal::remove_dir_all_if_present(dir)
 }
 
 #[cfg(test)]

@@ -478,11 +478,7 @@ impl SshEnv {
         }
         *host = Host::default();
         drop(host);
-        match std::fs::remove_dir_all(&self.inner.dir) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(EnvError::io(format!("removing {}", self.inner.dir.display()), e)),
-        }
+        crate::removal::remove_dir_all_if_present(&self.inner.dir)
     }
 }
 

@@ -497,11 +497,7 @@ impl VmEnv {
     fn teardown(&mut self) -> Result<(), EnvError> {
         self.inner.power_off();
         self.in_phase = false;
-        match std::fs::remove_dir_all(&self.inner.dir) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(EnvError::io(format!("removing {}", self.inner.dir.display()), e)),
-        }
+        crate::removal::remove_dir_all_if_present(&self.inner.dir)
     }
 }
 
