@@ -24,6 +24,8 @@ pub fn backend(name: &str, config_file: Option<&Path>) -> Result<Box<dyn Backend
     }
     let file = match name {
         "ssh" => config.ssh.file.clone(),
+        // Found through DOCKER_HOST or a default socket, not the file.
+        "container" => Some("the container engine".into()),
         _ => config.vm.file.clone(),
     };
     let host = HostConfig { vm_gpus: config.vm.gpus, ssh: config.ssh };

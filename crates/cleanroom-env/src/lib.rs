@@ -5,6 +5,7 @@ mod access;
 mod backend;
 mod bounds;
 mod cancel;
+pub mod container;
 mod error;
 #[cfg(any(test, feature = "fake"))]
 pub mod fake;

@@ -3,13 +3,14 @@
 use std::path::Path;
 
 use crate::backend::Backend;
+use crate::container::ContainerBackend;
 use crate::error::EnvError;
 use crate::sandbox::{GpuHost, SandboxBackend};
 use crate::ssh::{SshBackend, SshConfig};
 use crate::vm::VmBackend;
 
 /// Every backend this build has, the default first.
-pub const BACKENDS: &[&str] = &["sandbox", "vm", "ssh"];
+pub const BACKENDS: &[&str] = &["sandbox", "vm", "ssh", "container"];
 
 /// What the host's configuration gives the backends.
 #[derive(Debug, Clone, Default)]
@@ -26,6 +27,7 @@ pub fn open_backend(name: &str, home: &Path, host: &HostConfig) -> Result<Box<dy
         "sandbox" => Ok(Box::new(SandboxBackend::new(home)?.with_gpus(GpuHost::discover()))),
         "vm" => Ok(Box::new(VmBackend::new(home)?.with_gpus(&host.vm_gpus)?)),
         "ssh" => Ok(Box::new(SshBackend::new(home, &host.ssh)?)),
+        "container" => Ok(Box::new(ContainerBackend::new(home)?)),
         other => Err(EnvError::UnknownBackend { name: other.to_string(), available: BACKENDS.join(", ") }),
     }
 }

@@ -372,6 +372,16 @@ impl RootFs {
         Ok(crate::access::FileId { dev: st.st_dev, ino: st.st_ino })
     }
 
+    /// The kind of the entry at `path`, no link followed anywhere in the
+    /// path; None where nothing is.
+    pub fn kind_of(&self, path: &str) -> io::Result<Option<EntryKind>> {
+        match self.open_beneath(&rel_cstring(path)?, libc::O_PATH | libc::O_NOFOLLOW) {
+            Ok(fd) => Ok(Some(EntryKind::of_mode(fstat(fd.as_fd())?.st_mode))),
+            Err(e) if is_absent(&e) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The handle by which fanotify names the entry at `path` (its type,
     /// then its bytes), no link followed anywhere in the path. Asked for as
     /// an identifier only (`AT_HANDLE_FID`), which every file system with

@@ -17,8 +17,12 @@ pub const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
 /// machine slow every trial past its task's time limits.
 pub fn alone_if_emulated(backend: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
     static EMULATED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    (backend != "sandbox").then(|| EMULATED.lock().unwrap_or_else(|p| p.into_inner()))
+    (!matches!(backend, "sandbox" | "container")).then(|| EMULATED.lock().unwrap_or_else(|p| p.into_inner()))
 }
+
+/// The container engine `scripts/container-engines.sh start` serves, for
+/// `--backend container` (DOCKER_HOST).
+pub const TEST_ENGINE: &str = "unix:///run/cleanroom-test/podman.sock";
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()

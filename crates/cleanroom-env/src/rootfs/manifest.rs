@@ -57,6 +57,16 @@ impl EntryKind {
             EntryKind::Other
         }
     }
+
+    /// The kind of an entry by its `st_mode`.
+    pub fn of_mode(mode: libc::mode_t) -> EntryKind {
+        match mode & libc::S_IFMT {
+            libc::S_IFREG => EntryKind::File,
+            libc::S_IFDIR => EntryKind::Dir,
+            libc::S_IFLNK => EntryKind::Symlink,
+            _ => EntryKind::Other,
+        }
+    }
 }
 
 /// One entry of a [`Manifest`].

@@ -78,7 +78,7 @@ fn walk(
         };
         let in_lower = level.lower.as_ref().and_then(|l| fstatat_nofollow(l.as_fd(), &name).ok());
         let path = format!("/{rel}");
-        let by_harness = made.get(&path) == Some(&kind_of(st.st_mode));
+        let by_harness = made.get(&path) == Some(&EntryKind::of_mode(st.st_mode));
         let mut change = |kind| {
             budget.keep(path.len())?;
             diff.changes.push(PathChange { path: path.clone(), kind });
@@ -114,15 +114,6 @@ fn walk(
         }
     }
     Ok(())
-}
-
-fn kind_of(mode: libc::mode_t) -> EntryKind {
-    match mode & libc::S_IFMT {
-        libc::S_IFREG => EntryKind::File,
-        libc::S_IFDIR => EntryKind::Dir,
-        libc::S_IFLNK => EntryKind::Symlink,
-        _ => EntryKind::Other,
-    }
 }
 
 #[cfg(test)]

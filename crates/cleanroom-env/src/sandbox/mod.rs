@@ -17,14 +17,14 @@
 mod caps;
 mod cgroup;
 mod delegation;
-mod diff;
+pub(crate) mod diff;
 mod gpus;
 mod keeper;
-mod kernel_views;
+pub(crate) mod kernel_views;
 pub(crate) mod phase;
 mod pool;
-mod seal;
-mod seccomp;
+pub(crate) mod seal;
+pub(crate) mod seccomp;
 mod spawn;
 pub(crate) mod sweep;
 
