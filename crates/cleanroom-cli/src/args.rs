@@ -148,6 +148,26 @@ pub enum TasksCommand {
     Calibrate(TasksCalibrateArgs),
     /// Write a task skeleton that passes validation.
     New(TasksNewArgs),
+    /// Convert a task written for another harness into cleanroom's format,
+    /// saying what could not be carried over.
+    Import(TasksImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TasksImportArgs {
+    /// The format of SRC.
+    pub format: ImportFormat,
+    /// The task directory to convert.
+    pub src: PathBuf,
+    /// The new task's directory (it must not exist); its name is the task id.
+    pub dest: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ImportFormat {
+    /// Harbor's (Terminal-Bench's harness): task.toml, instruction.md,
+    /// environment/Dockerfile, tests/test.sh, solution/solve.sh.
+    Harbor,
 }
 
 #[derive(Debug, Args)]

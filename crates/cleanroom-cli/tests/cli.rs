@@ -188,6 +188,63 @@ fn examples_pass_in_containers_and_leave_nothing_in_the_engine() {
     assert_eq!(images(), images_before, "images left");
 }
 
+/// Tasks written in Harbor's format (tests/fixtures/harbor) convert with
+/// `tasks import harbor`, saying what was not carried over, and run in
+/// containers: the oracle passes, nop fails, and an agent that plants
+/// reward files (and forged outputs) fails, its rewards removed before
+/// Harbor's test runs.
+#[test]
+fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
+    let _alone = alone_if_emulated("container");
+    let out = temp_out("harbor-import");
+    let tasks = out.join("tasks");
+    let mut notes = String::new();
+    for task in ["wordcount", "checksum-json", "fix-script"] {
+        let src = fixtures(&format!("tests/fixtures/harbor/{task}"));
+        let dest = tasks.join(task);
+        let import =
+            |dest: &Path| cleanroom().args(["tasks", "import", "harbor", &src]).arg(dest).output().unwrap();
+        let output = import(&dest);
+        assert!(output.status.success(), "{}", text(&output));
+        notes.push_str(&String::from_utf8_lossy(&output.stderr));
+        let again = import(&dest);
+        assert_eq!(again.status.code(), Some(2), "an import onto an existing task: {}", text(&again));
+    }
+    for said in ["FROM cleanroom/debian-12-minimal", "its 1 RUN line(s)", "task.domain"] {
+        assert!(notes.contains(said), "`{said}` not said: {notes}");
+    }
+    let mut command = cleanroom();
+    command.env("DOCKER_HOST", TEST_ENGINE);
+    let planter = fixtures("tests/fixtures/agents/plant-outputs.sh");
+    let (output, run_dir) = run_with(
+        command,
+        &out.join("runs"),
+        &[
+            "--tasks",
+            tasks.to_str().unwrap(),
+            "--backend",
+            "container",
+            "--agent",
+            "oracle",
+            "--agent",
+            "nop",
+            "--agent",
+            &format!("script:{planter}"),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 9);
+    for r in &results {
+        let log = trial_file(&run_dir, r, "verify.log");
+        let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
+        assert_eq!(r["outcome"], expected, "{} on {}: {log}", r["agent_id"], r["task"]);
+        if expected == "failed" {
+            assert!(log.contains("FAIL reward: expected 1 (exact), observed 0"), "{log}");
+        }
+    }
+}
+
 /// An ordinary user's cleanroom runs the examples in the rootless sandbox
 /// (docs/rootless.md): the same outcomes as root's, every limit recorded
 /// as unenforced, the access checks of fd-anharmonic judged by the
