@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The time of one trial end to end, per backend: a Harbor-format task
+# (tests/fixtures/harbor/wordcount, imported with `cleanroom tasks import
+# harbor`) run N times with the oracle, on the sandbox and in containers of
+# Podman's API service (scripts/container-engines.sh start). Prints, per
+# backend, the median and the 10th/90th percentiles of a trial's wall time
+# (environment made, the agent's phase, the verifier's), from each trial's
+# result.json. Needs root. Always exits 0 (a benchmark, not a test).
+#
+# Env: N (trials per backend, default 10), CLEANROOM_BIN (default
+#      target/release/cleanroom), DOCKER_HOST (default the test engine's).
+set -uo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+N=${N:-10}
+BIN=${CLEANROOM_BIN:-$REPO/target/release/cleanroom}
+export DOCKER_HOST=${DOCKER_HOST:-unix:///run/cleanroom-test/podman.sock}
+WORK=$(mktemp -d /tmp/cleanroom-bench-trial.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+log() { echo "bench-trial.sh: $*" >&2; }
+[ -x "$BIN" ] || { log "$BIN is missing: cargo build --release --locked first; nothing measured"; exit 0; }
+"$BIN" tasks import harbor "$REPO/tests/fixtures/harbor/wordcount" "$WORK/tasks/wordcount" >/dev/null 2>&1 \
+    || { log "the import failed; nothing measured"; exit 0; }
+
+echo "== one trial end to end, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-10s %10s %10s %10s %4s\n' backend median_s p10_s p90_s n
+for backend in sandbox container; do
+    out=$WORK/runs-$backend
+    if ! "$BIN" run --tasks "$WORK/tasks" --agent oracle --trials "$N" --backend "$backend" --out "$out" \
+        >"$WORK/$backend.log" 2>&1; then
+        log "$backend: the run failed ($(tail -1 "$WORK/$backend.log"))"
+        continue
+    fi
+    # Each trial's phases summed: result.json's flat "timings" object.
+    find "$out" -name result.json -path '*/trials/*' -print0 \
+        | xargs -0 -n1 sh -c 'tr -d " \n\t" <"$0" | grep -o "\"timings\":{[^}]*}"; echo' \
+        | grep . | awk -F'[:,}]' '{ t = 0; for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.eE+-]+$/) t += $i; print t }' \
+        | sort -n >"$WORK/$backend.times"
+    awk -v b="$backend" '{ v[NR] = $1 }
+        function at(p) { r = int(p * (NR - 1) + 0.5) + 1; return v[r] }
+        END { if (NR == 0) { print b ": no results read" > "/dev/stderr"; exit }
+              med = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%-10s %10.3f %10.3f %10.3f %4d\n", b, med, at(0.1), at(0.9), NR }' "$WORK/$backend.times"
+done
