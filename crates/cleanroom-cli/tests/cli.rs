@@ -245,6 +245,26 @@ fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
     }
 }
 
+/// A folder of Harbor tasks is a folder of tasks: each loads as it is
+/// (imported into a copy of its own) and runs.
+#[test]
+fn harbor_tasks_load_as_they_are() {
+    let (run_dir, results) = oracle_and_nop_on("tests/fixtures/harbor");
+    assert_eq!(results.len(), 6);
+    assert_oracle_passed_and_nop_failed(&run_dir, &results);
+}
+
+/// The oracle and nop on the tasks of a fixture directory, two at once.
+fn oracle_and_nop_on(fixture: &str) -> (PathBuf, Vec<Value>) {
+    let out = temp_out(fixture.rsplit('/').next().unwrap());
+    let tasks = fixtures(fixture);
+    let (output, run_dir) =
+        run(&out, &["--tasks", &tasks, "--agent", "oracle", "--agent", "nop", "--jobs", "2"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    (run_dir, results)
+}
+
 /// An ordinary user's cleanroom runs the examples in the rootless sandbox
 /// (docs/rootless.md): the same outcomes as root's, every limit recorded
 /// as unenforced, the access checks of fd-anharmonic judged by the
@@ -292,22 +312,7 @@ fn an_ordinary_user_runs_the_examples_rootless() {
 
 #[test]
 fn third_party_tasks_run_unchanged() {
-    let out = temp_out("thirdparty");
-    let (output, run_dir) = run(
-        &out,
-        &[
-            "--tasks",
-            &fixtures("tests/fixtures/tasks-thirdparty"),
-            "--agent",
-            "oracle",
-            "--agent",
-            "nop",
-            "--jobs",
-            "2",
-        ],
-    );
-    assert!(output.status.success(), "{}", text(&output));
-    let results = results(&run_dir);
+    let (run_dir, results) = oracle_and_nop_on("tests/fixtures/tasks-thirdparty");
     assert_eq!(results.len(), 4);
     assert_oracle_passed_and_nop_failed(&run_dir, &results);
     let config = std::fs::read_to_string(run_dir.join("run.toml")).unwrap();

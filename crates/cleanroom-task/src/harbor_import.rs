@@ -261,6 +261,101 @@ pub fn import_harbor(src: &Path, id: &str) -> Result<Imported, String> {
     Ok(out)
 }
 
+/// Whether `dir` is a Harbor task: tests/test.sh, no verify/checks.toml,
+/// and a task.toml without cleanroom's `schema_version` (a cleanroom task
+/// that lacks its checks is told what it lacks instead).
+pub(crate) fn is_harbor_task(dir: &Path) -> bool {
+    let harbor_toml = std::fs::read_to_string(dir.join("task.toml"))
+        .ok()
+        .and_then(|text| text.parse::<DocumentMut>().ok())
+        .is_some_and(|doc| !doc.contains_key("schema_version"));
+    harbor_toml && dir.join("tests/test.sh").is_file() && !dir.join("verify/checks.toml").exists()
+}
+
+/// The Harbor task at `src` imported as task `id` into a directory of its
+/// own under the system's temporary directory, named by a digest of what
+/// it was made from: loading the same task again finds it made, and two
+/// processes that make it at once agree (each writes a copy of its own and
+/// renames it into place).
+pub(crate) fn imported_copy(src: &Path, id: &str) -> Result<PathBuf, String> {
+    let digest = tree_digest(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    let base = std::env::temp_dir().join("cleanroom-harbor");
+    let dest = base.join(format!("{id}-{}", &digest[..16]));
+    if dest.join("task.toml").exists() {
+        return Ok(dest);
+    }
+    let imported = import_harbor(src, id)?;
+    let fresh = base.join(format!(".{id}-{}-{}", std::process::id(), &digest[..16]));
+    let _ = std::fs::remove_dir_all(&fresh);
+    let written = write(&fresh, &imported).map_err(|e| format!("writing {}: {e}", fresh.display()));
+    let placed = written.and_then(|()| match std::fs::rename(&fresh, &dest) {
+        Ok(()) => Ok(()),
+        // Another process placed the same copy first.
+        Err(_) if dest.join("task.toml").exists() => Ok(()),
+        Err(e) => Err(format!("{}: {e}", dest.display())),
+    });
+    let _ = std::fs::remove_dir_all(&fresh);
+    placed.map(|()| dest)
+}
+
+/// A digest of the tree at `dir`: each entry's path, kind, mode and bytes
+/// (or link target), in path order.
+fn tree_digest(dir: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::PermissionsExt;
+    let mut hash = Sha256::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let mut names: Vec<_> =
+            std::fs::read_dir(dir.join(&rel))?.map(|e| e.map(|e| e.file_name())).collect::<Result<_, _>>()?;
+        names.sort();
+        for name in names.into_iter().rev() {
+            let rel = rel.join(name);
+            let path = dir.join(&rel);
+            let meta = std::fs::symlink_metadata(&path)?;
+            hash.update(rel.as_os_str().as_encoded_bytes());
+            hash.update(format!("\0{:o}\0", meta.permissions().mode()).as_bytes());
+            if meta.is_dir() {
+                stack.push(rel);
+            } else if meta.file_type().is_symlink() {
+                hash.update(std::fs::read_link(&path)?.as_os_str().as_encoded_bytes());
+            } else if meta.is_file() {
+                hash.update(std::fs::read(&path)?);
+            }
+        }
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Writes what an import made into `dest`: its trees copied as they are
+/// (modes and links kept), then its files.
+pub fn write(dest: &Path, imported: &Imported) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for (from, to) in &imported.trees {
+        let to = dest.join(to);
+        if let Some(parent) = to.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let out = std::process::Command::new("cp").arg("-a").arg("--").arg(from).arg(&to).output()?;
+        if !out.status.success() {
+            return Err(std::io::Error::other(format!(
+                "cp -a {}: {}",
+                from.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+    }
+    for (rel, bytes, mode) in &imported.files {
+        let path = dest.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, bytes)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(*mode))?;
+    }
+    Ok(())
+}
+
 /// `path` quoted for the shell (single quotes).
 fn shell_quote(path: &str) -> String {
     format!("'{}'", path.replace('\'', "'\\''"))

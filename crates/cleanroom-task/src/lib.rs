@@ -28,7 +28,7 @@ pub use checks::{
 pub use controls::{NegativeControl, Substitute, Substitutes};
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
-pub use harbor_import::{import_harbor, Imported};
+pub use harbor_import::{import_harbor, write as write_imported, Imported};
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
 pub use load::{dir_name, load_task, load_tasks, Task};
 pub use rules::{build_globset, compile_glob, is_valid_task_id, parse_requirement};

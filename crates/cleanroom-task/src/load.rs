@@ -9,6 +9,7 @@ use crate::checks::VerifySpec;
 use crate::checks_toml::read_checks_toml;
 use crate::error::{LoadError, LoadErrors};
 use crate::harbor;
+use crate::harbor_import;
 use crate::spec::TaskSpec;
 use crate::task_toml::read_task_toml;
 use crate::toml_read::Reader;
@@ -141,8 +142,15 @@ pub fn dir_name(dir: &Path) -> String {
     name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Loads and validates the task in `dir`.
+/// Loads and validates the task in `dir`. A Harbor task loads as it is:
+/// imported (harbor_import.rs) into a copy of its own, which is loaded.
 pub fn load_task(dir: &Path) -> Result<Task, LoadErrors> {
+    if harbor_import::is_harbor_task(dir) {
+        let id = dir_name(dir);
+        let copy = harbor_import::imported_copy(dir, &id)
+            .map_err(|e| LoadErrors(vec![LoadError::file(dir, format!("as a Harbor task: {e}"))]))?;
+        return load_task(&copy);
+    }
     let mut errors = Vec::new();
 
     let toml_path = dir.join("task.toml");

@@ -833,3 +833,36 @@ fn mutations_and_mutated_steps_go_together() {
     let e = bad("file = \"main.py\"\nreplace = \"a\"\nwith = \"a\"\n");
     assert_error(&e, "verify/checks.toml", 12, "mutation.with", "would change nothing");
 }
+
+// ---- Harbor's tasks ----
+
+/// A Harbor task loads as it is, from a copy imported once per state of
+/// its files: an edit makes a new copy.
+#[test]
+fn a_harbor_task_loads_as_it_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hello");
+    let files = [
+        ("task.toml", "version = \"1.0\"\n[agent]\ntimeout_sec = 90.5\n[verifier]\ntimeout_sec = 60.0\n"),
+        ("instruction.md", "Say hello.\n"),
+        ("environment/Dockerfile", "FROM debian:12\nWORKDIR /srv\nCOPY app /srv\n"),
+        ("environment/app/a.txt", "a\n"),
+        ("tests/test.sh", "echo 1 > /logs/verifier/reward.txt\n"),
+        ("solution/solve.sh", "true\n"),
+    ];
+    for (rel, text) in files {
+        fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
+        fs::write(dir.join(rel), text).unwrap();
+    }
+    let task = load_task(&dir).unwrap();
+    assert_eq!(task.id, "hello");
+    assert_eq!(task.spec.artifact.dest, "/srv");
+    assert_eq!(task.spec.agent.timeout_sec, 91);
+    assert_eq!(task.verify.steps.len(), 1);
+    assert_eq!(fs::read_to_string(task.dir.join("artifact/a.txt")).unwrap(), "a\n");
+    assert_eq!(load_task(&dir).unwrap().dir, task.dir, "the same files, the same copy");
+    fs::write(dir.join("tests/test.sh"), "echo 0 > /logs/verifier/reward.txt\n").unwrap();
+    let edited = load_task(&dir).unwrap();
+    assert_ne!(edited.dir, task.dir);
+    assert!(fs::read_to_string(edited.dir.join("verify/test.sh")).unwrap().contains("echo 0"));
+}
