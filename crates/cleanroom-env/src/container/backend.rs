@@ -1,5 +1,5 @@
 //! The `container` backend: every environment is a container of a local
-//! Docker or Podman engine (environment.rs), made from cleanroom's base
+//! engine (environment.rs; Podman's so far), made from cleanroom's base
 //! image imported into the engine as `cleanroom/<name>:<digest>`.
 
 use std::collections::HashMap;
