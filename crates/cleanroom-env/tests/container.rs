@@ -118,3 +118,23 @@ fn pid_1_is_the_engines_init_and_holds_nothing() {
     assert_eq!(logged, 0, "PID 1's output reached {log}");
     env.destroy().unwrap();
 }
+
+/// Commands run through the image's `env` and `sh` (the wrapper that
+/// clears the environment and tells the pid). An agent that removes or
+/// breaks them makes later commands fail as commands do, exit 127, never
+/// the harness: that is the agent's failure, not the infrastructure's.
+#[test]
+fn a_command_whose_wrapper_the_agent_removed_fails_as_a_command() {
+    let mut env = backend().create(&spec()).unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "rm /usr/bin/env && echo removed");
+    assert!(status.success(), "{out}");
+    env.end_phase().unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let req = cleanroom_env::ExecRequest::login_shell("true", "/", vec![]);
+    let out = env
+        .exec(&req, &cleanroom_env::CancelToken::new().unwrap())
+        .expect("a command's failure, not an error");
+    assert_eq!(out.status, cleanroom_env::ExitStatus::Exited(127), "{}", out.combined.to_string_lossy());
+    env.destroy().unwrap();
+}
