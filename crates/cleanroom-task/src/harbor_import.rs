@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 
 use toml_edit::{DocumentMut, Item};
 
+use crate::fetch::tree::{copy_tree, hex, TreeWriter};
+
 /// What the import writes, relative to the new task's directory, and what
 /// it could not carry over.
 #[derive(Debug, Default)]
@@ -324,7 +326,7 @@ fn tree_digest(dir: &Path) -> std::io::Result<String> {
             }
         }
     }
-    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&hash.finalize()))
 }
 
 /// Writes what an import made into `dest`: its trees copied as they are
@@ -336,13 +338,15 @@ pub fn write(dest: &Path, imported: &Imported) -> std::io::Result<()> {
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;
         }
-        let out = std::process::Command::new("cp").arg("-a").arg("--").arg(from).arg(&to).output()?;
-        if !out.status.success() {
-            return Err(std::io::Error::other(format!(
-                "cp -a {}: {}",
-                from.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+        if from.is_dir() {
+            // Modes and links as they are, as a task's own artifact/ is copied.
+            std::fs::create_dir_all(&to)?;
+            let mut writer = TreeWriter::trusted(&to, &from.display().to_string());
+            copy_tree(from, &mut writer, None)
+                .and_then(|()| writer.finish())
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+        } else {
+            std::fs::copy(from, &to)?;
         }
     }
     for (rel, bytes, mode) in &imported.files {

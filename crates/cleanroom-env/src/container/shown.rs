@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use crate::backend::HostMount;
 use crate::error::EnvError;
-use crate::sandbox::phase::open_ns;
+use crate::sandbox::in_root::run_in_root_of;
 
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
@@ -75,48 +75,32 @@ pub(crate) fn show(pid: i32, mounts: &[HostMount]) -> Result<(), EnvError> {
             .map_err(|_| EnvError::Phase(format!("cannot show a host directory at `{}`", mount.path)))?;
         trees.push((read_only_clone(&mount.host)?, target));
     }
-    let mnt = open_ns(pid, "mnt")?;
-    let root_path = format!("/proc/{pid}/root");
-    let root = std::fs::File::open(&root_path).map_err(|e| EnvError::io(root_path, e))?;
-    // SAFETY: the child only makes raw system calls on data prepared above.
-    let child = unsafe { libc::fork() };
-    if child < 0 {
-        return Err(EnvError::io("fork", std::io::Error::last_os_error()));
-    }
-    if child == 0 {
-        // SAFETY: forked child; raw system calls, then _exit.
-        unsafe {
-            if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
-                || libc::fchdir(root.as_raw_fd()) != 0
-                || libc::chroot(c".".as_ptr()) != 0
-            {
-                libc::_exit(2);
-            }
-            for (tree, target) in &trees {
-                let moved = libc::syscall(
+    let keep: Vec<i32> = trees.iter().map(|(tree, _)| tree.as_raw_fd()).collect();
+    let attaching = || {
+        for (tree, target) in &trees {
+            // SAFETY: a raw system call on a descriptor and a path prepared
+            // before the fork.
+            let moved = unsafe {
+                libc::syscall(
                     libc::SYS_move_mount,
                     tree.as_raw_fd(),
                     c"".as_ptr(),
                     libc::AT_FDCWD,
                     target.as_ptr(),
                     MOVE_MOUNT_F_EMPTY_PATH,
-                );
-                if moved != 0 {
-                    libc::_exit(3);
-                }
+                )
+            };
+            if moved != 0 {
+                return 3;
             }
-            libc::_exit(0);
         }
-    }
-    let mut status = 0;
-    // SAFETY: reaping our own child.
-    unsafe { libc::waitpid(child, &mut status, 0) };
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(())
-    } else {
-        Err(EnvError::Phase(format!(
+        0
+    };
+    match run_in_root_of(pid, &keep, attaching)? {
+        0 => Ok(()),
+        _ => Err(EnvError::Phase(format!(
             "cannot show {} inside the container",
             mounts.iter().map(|m| m.host.display().to_string()).collect::<Vec<_>>().join(", ")
-        )))
+        ))),
     }
 }

@@ -19,6 +19,7 @@ mod cgroup;
 mod delegation;
 pub(crate) mod diff;
 mod gpus;
+pub(crate) mod in_root;
 mod keeper;
 pub(crate) mod kernel_views;
 pub(crate) mod phase;

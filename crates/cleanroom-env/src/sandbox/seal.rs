@@ -14,11 +14,8 @@
 //! phase runs; it checks that no component of a path is a symbolic link
 //! (so nothing is resolved through one) and makes raw system calls only.
 
-use std::os::fd::AsRawFd;
-
 use crate::error::EnvError;
-use crate::sandbox::phase::open_ns;
-use crate::sandbox::spawn;
+use crate::sandbox::in_root::run_in_root_of;
 use crate::seal::{bind, link_free, plan};
 
 const MOUNT_FAILED: i32 = 3;
@@ -29,43 +26,26 @@ pub(crate) fn seal(holder: i32, paths: &[String]) -> Result<(), EnvError> {
         return Ok(());
     }
     let (pinned, sealed) = plan(paths)?;
-    let mnt = open_ns(holder, "mnt")?;
-    let root_path = format!("/proc/{holder}/root");
-    let root = std::fs::File::open(&root_path).map_err(|e| EnvError::io(root_path, e))?;
-    // SAFETY: the child only makes raw system calls on data prepared above.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(EnvError::io("fork", std::io::Error::last_os_error()));
-    }
-    if pid == 0 {
-        // SAFETY: forked child; raw system calls, then _exit.
+    let sealing = || {
+        // SAFETY: raw system calls on paths prepared before the fork.
         unsafe {
-            spawn::close_all_but(&mut [mnt.as_raw_fd(), root.as_raw_fd()]);
-            if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0
-                || libc::fchdir(root.as_raw_fd()) != 0
-                || libc::chroot(c".".as_ptr()) != 0
-            {
-                libc::_exit(2);
-            }
             for dir in &pinned {
                 if link_free(dir) && !bind(dir, 0) {
-                    libc::_exit(MOUNT_FAILED);
+                    return MOUNT_FAILED;
                 }
             }
             for path in &sealed {
                 if link_free(path) && !bind(path, libc::MS_RDONLY) {
-                    libc::_exit(MOUNT_FAILED);
+                    return MOUNT_FAILED;
                 }
             }
-            libc::_exit(0);
         }
-    }
-    let mut status = 0;
-    // SAFETY: reaping our own child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-        Ok(())
-    } else {
-        Err(EnvError::Phase("cannot seal the verifier's and the protected files in the environment".into()))
+        0
+    };
+    match run_in_root_of(holder, &[], sealing)? {
+        0 => Ok(()),
+        _ => Err(EnvError::Phase(
+            "cannot seal the verifier's and the protected files in the environment".into(),
+        )),
     }
 }

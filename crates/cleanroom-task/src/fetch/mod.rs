@@ -9,7 +9,7 @@ mod git;
 mod http;
 mod materialize;
 mod pypi;
-mod tree;
+pub(crate) mod tree;
 
 pub use error::FetchError;
 pub use materialize::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchOptions};
