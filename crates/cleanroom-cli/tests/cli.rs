@@ -254,6 +254,33 @@ fn harbor_tasks_load_as_they_are() {
     assert_oracle_passed_and_nop_failed(&run_dir, &results);
 }
 
+/// A Harbor registry.json is a list of datasets; `#name@version` picks one.
+#[test]
+fn a_harbor_registry_lists_its_datasets_tasks() {
+    let registry = fixtures("tests/fixtures/harbor/registry.json");
+    for (dataset, expected) in [
+        ("", vec!["checksum-json", "fix-script", "wordcount"]),
+        ("#cleanroom-fixtures@0.1", vec!["wordcount"]),
+    ] {
+        let list = cleanroom()
+            .args(["tasks", "list", &format!("{registry}{dataset}"), "--format", "json"])
+            .output()
+            .unwrap();
+        assert!(list.status.success(), "{}", text(&list));
+        let listed: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
+        let ids: Vec<&str> = listed.iter().map(|t| t["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, expected, "{dataset}");
+    }
+    let unknown = cleanroom().args(["tasks", "list", &format!("{registry}#nope")]).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(
+        text(&unknown)
+            .contains("holds no dataset \"nope\"; it holds cleanroom-fixtures@1.0, cleanroom-fixtures@0.1"),
+        "{}",
+        text(&unknown)
+    );
+}
+
 /// The oracle and nop on the tasks of a fixture directory, two at once.
 fn oracle_and_nop_on(fixture: &str) -> (PathBuf, Vec<Value>) {
     let out = temp_out(fixture.rsplit('/').next().unwrap());

@@ -14,6 +14,7 @@ mod error;
 mod fetch;
 mod harbor;
 mod harbor_import;
+mod harbor_registry;
 mod list;
 mod load;
 mod rules;

@@ -10,6 +10,7 @@ use crate::checks_toml::read_checks_toml;
 use crate::error::{LoadError, LoadErrors};
 use crate::harbor;
 use crate::harbor_import;
+use crate::harbor_registry::{self, ListedTask};
 use crate::spec::TaskSpec;
 use crate::task_toml::read_task_toml;
 use crate::toml_read::Reader;
@@ -61,23 +62,35 @@ impl Task {
     }
 }
 
-/// Loads the tasks under `paths`: a path holding task.toml is one task;
+/// Loads the tasks under `paths`: a path holding task.toml is one task; a
+/// Harbor registry.json stands for its datasets' tasks (harbor_registry.rs);
 /// otherwise each immediate subdirectory holding task.toml is one, sorted by
 /// id. Errors of every task are collected; duplicate ids are an error.
 pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<Task>, LoadErrors> {
     let mut errors = Vec::new();
     let mut tasks = Vec::new();
     for path in paths {
-        let dirs = match task_dirs(path) {
-            Ok(d) => d,
+        let listed = if harbor_registry::is_registry(path) {
+            harbor_registry::registry_tasks(path)
+        } else {
+            task_dirs(path)
+                .map(|dirs| dirs.into_iter().map(|dir| ListedTask { id: dir_name(&dir), dir }).collect())
+        };
+        let listed = match listed {
+            Ok(listed) => listed,
             Err(e) => {
                 errors.push(e);
                 continue;
             }
         };
         let mut found = Vec::new();
-        for dir in dirs {
-            match load_task(&dir) {
+        for ListedTask { id, dir } in listed {
+            let loaded = if harbor_import::is_harbor_task(&dir) {
+                load_harbor_task(&dir, &id)
+            } else {
+                load_task(&dir)
+            };
+            match loaded {
                 Ok(t) => found.push(t),
                 Err(e) => errors.extend(e.0),
             }
@@ -132,6 +145,13 @@ fn task_dirs(path: &Path) -> Result<Vec<PathBuf>, LoadError> {
     Ok(dirs)
 }
 
+/// The Harbor task in `dir`, imported as task `id`.
+fn load_harbor_task(dir: &Path, id: &str) -> Result<Task, LoadErrors> {
+    let copy = harbor_import::imported_copy(dir, id)
+        .map_err(|e| LoadErrors(vec![LoadError::file(dir, format!("as a Harbor task: {e}"))]))?;
+    load_task(&copy)
+}
+
 /// The name of the directory `dir`, also where it is given as `.` or `..`
 /// (a task checked from inside its directory): a task's default id.
 pub fn dir_name(dir: &Path) -> String {
@@ -146,10 +166,7 @@ pub fn dir_name(dir: &Path) -> String {
 /// imported (harbor_import.rs) into a copy of its own, which is loaded.
 pub fn load_task(dir: &Path) -> Result<Task, LoadErrors> {
     if harbor_import::is_harbor_task(dir) {
-        let id = dir_name(dir);
-        let copy = harbor_import::imported_copy(dir, &id)
-            .map_err(|e| LoadErrors(vec![LoadError::file(dir, format!("as a Harbor task: {e}"))]))?;
-        return load_task(&copy);
+        return load_harbor_task(dir, &dir_name(dir));
     }
     let mut errors = Vec::new();
 

@@ -1,6 +1,7 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 
 use cleanroom_task::{
     load_task, load_tasks, ArtifactSource, CheckFile, Comparison, CsvRow, Difficulty, Domain, GpuDriver,
@@ -842,6 +843,21 @@ fn mutations_and_mutated_steps_go_together() {
 fn a_harbor_task_loads_as_it_is() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("hello");
+    write_harbor_task(&dir);
+    let task = load_task(&dir).unwrap();
+    assert_eq!(task.id, "hello");
+    assert_eq!(task.spec.artifact.dest, "/srv");
+    assert_eq!(task.spec.agent.timeout_sec, 91);
+    assert_eq!(task.verify.steps.len(), 1);
+    assert_eq!(fs::read_to_string(task.dir.join("artifact/a.txt")).unwrap(), "a\n");
+    assert_eq!(load_task(&dir).unwrap().dir, task.dir, "the same files, the same copy");
+    fs::write(dir.join("tests/test.sh"), "echo 0 > /logs/verifier/reward.txt\n").unwrap();
+    let edited = load_task(&dir).unwrap();
+    assert_ne!(edited.dir, task.dir);
+    assert!(fs::read_to_string(edited.dir.join("verify/test.sh")).unwrap().contains("echo 0"));
+}
+
+fn write_harbor_task(dir: &Path) {
     let files = [
         ("task.toml", "version = \"1.0\"\n[agent]\ntimeout_sec = 90.5\n[verifier]\ntimeout_sec = 60.0\n"),
         ("instruction.md", "Say hello.\n"),
@@ -854,15 +870,101 @@ fn a_harbor_task_loads_as_it_is() {
         fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
         fs::write(dir.join(rel), text).unwrap();
     }
-    let task = load_task(&dir).unwrap();
-    assert_eq!(task.id, "hello");
-    assert_eq!(task.spec.artifact.dest, "/srv");
-    assert_eq!(task.spec.agent.timeout_sec, 91);
-    assert_eq!(task.verify.steps.len(), 1);
-    assert_eq!(fs::read_to_string(task.dir.join("artifact/a.txt")).unwrap(), "a\n");
-    assert_eq!(load_task(&dir).unwrap().dir, task.dir, "the same files, the same copy");
-    fs::write(dir.join("tests/test.sh"), "echo 0 > /logs/verifier/reward.txt\n").unwrap();
-    let edited = load_task(&dir).unwrap();
-    assert_ne!(edited.dir, task.dir);
-    assert!(fs::read_to_string(edited.dir.join("verify/test.sh")).unwrap().contains("echo 0"));
+}
+
+fn ids(tasks: &[cleanroom_task::Task]) -> Vec<&str> {
+    tasks.iter().map(|t| t.id.as_str()).collect()
+}
+
+/// A Harbor registry.json stands for its datasets' tasks, named as it
+/// names them; `#name` or `#name@version` picks one dataset.
+#[test]
+fn a_harbor_registry_lists_its_datasets_tasks() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_harbor_task(&tmp.path().join("tasks/hello"));
+    write_harbor_task(&tmp.path().join("tasks/bye"));
+    let registry = tmp.path().join("registry.json");
+    fs::write(
+        &registry,
+        r#"[
+  {"name": "greetings", "version": "1.0", "description": "d", "metrics": [],
+   "tasks": [{"name": "hello-1", "path": "tasks/hello"}, {"name": "bye", "path": "tasks/bye"}]},
+  {"name": "greetings", "version": "2.0", "description": "d",
+   "tasks": [{"name": "hello-1", "path": "tasks/hello"}]}
+]"#,
+    )
+    .unwrap();
+    let all = load_tasks(std::slice::from_ref(&registry)).unwrap();
+    assert_eq!(ids(&all), ["bye", "hello-1"], "a task in two datasets is listed once");
+    let v2 = load_tasks(&[tmp.path().join("registry.json#greetings@2.0")]).unwrap();
+    assert_eq!(ids(&v2), ["hello-1"]);
+    assert_eq!(v2[0].spec.artifact.dest, "/srv");
+
+    let e = load_tasks(&[tmp.path().join("registry.json#greetings@3.0")]).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "registry.json: holds no dataset \"greetings@3.0\"; it holds greetings@1.0, greetings@2.0"
+        ),
+        "{e}"
+    );
+    fs::write(
+        &registry,
+        r#"[{"name": "g", "version": "1", "tasks": [{"name": "Hello", "path": "tasks/hello"}]}]"#,
+    )
+    .unwrap();
+    let e = load_tasks(std::slice::from_ref(&registry)).unwrap_err().to_string();
+    assert!(e.contains("registry.json: [0].tasks[0].name: \"Hello\" is not a valid task id"), "{e}");
+    fs::write(
+        &registry,
+        r#"[{"name": "g", "version": "1", "tasks": [{"name": "x", "path": "tasks/none"}]}]"#,
+    )
+    .unwrap();
+    let e = load_tasks(std::slice::from_ref(&registry)).unwrap_err().to_string();
+    assert!(e.contains("registry.json: [0].tasks[0].path: ") && e.contains("holds no task.toml"), "{e}");
+    fs::write(&registry, r#"{"datasets": []}"#).unwrap();
+    let e = load_tasks(&[registry]).unwrap_err().to_string();
+    assert!(e.contains("registry.json:1: ") && e.contains("expected Harbor's registry.json"), "{e}");
+}
+
+/// A registry's task in a git repository is fetched at its commit, which
+/// the registry must name.
+#[test]
+fn a_harbor_registrys_git_tasks_are_fetched_at_their_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    write_harbor_task(&repo.join("tasks/hello"));
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "one"]);
+    let commit = git(&["rev-parse", "HEAD"]);
+    // A later commit must not change what the registry names.
+    fs::write(repo.join("tasks/hello/instruction.md"), "Changed.\n").unwrap();
+    git(&["commit", "-q", "-am", "two"]);
+
+    let registry = tmp.path().join("registry.json");
+    let url = format!("file://{}", repo.display());
+    let entry = |commit: &str| {
+        format!(
+            r#"[{{"name": "d", "version": "1", "tasks": [{{"name": "hello", "git_url": "{url}", "git_commit_id": "{commit}", "path": "tasks/hello"}}]}}]"#
+        )
+    };
+    fs::write(&registry, entry(&commit)).unwrap();
+    let tasks = load_tasks(std::slice::from_ref(&registry)).unwrap();
+    assert_eq!(ids(&tasks), ["hello"]);
+    assert_eq!(tasks[0].instruction, "Say hello.\n");
+
+    fs::write(&registry, entry("main")).unwrap();
+    let e = load_tasks(&[registry]).unwrap_err().to_string();
+    assert!(e.contains("[0].tasks[0].git_commit_id: \"main\" is not a commit id"), "{e}");
 }

@@ -5,7 +5,7 @@ mod archive;
 mod crates;
 mod debian;
 mod error;
-mod git;
+pub(crate) mod git;
 mod http;
 mod materialize;
 mod pypi;
