@@ -140,13 +140,20 @@ fn examples_pass_with_the_oracle_and_fail_with_nop() {
     assert!(run_dir.join("run.toml").exists());
 }
 
-/// What the test engine holds of `what` (`ps -a`, `volume ls`, `images`),
-/// one line each, from Podman's own client.
-fn engine_holds(what: &[&str]) -> Vec<String> {
-    let url = TEST_ENGINE;
-    let out =
-        std::process::Command::new("podman").args(["--remote", "--url", url]).args(what).output().unwrap();
-    assert!(out.status.success(), "podman {what:?}: {}", String::from_utf8_lossy(&out.stderr));
+/// What `engine` holds of `what` (`ps -a`, `volume ls`, `images`), one
+/// line each, from the engine's own client.
+fn engine_holds(engine: &str, what: &[&str]) -> Vec<String> {
+    let mut client = if engine == DOCKER_ENGINE {
+        let mut docker = std::process::Command::new("docker");
+        docker.args(["-H", engine]);
+        docker
+    } else {
+        let mut podman = std::process::Command::new("podman");
+        podman.args(["--remote", "--url", engine]);
+        podman
+    };
+    let out = client.args(what).output().unwrap();
+    assert!(out.status.success(), "{engine} {what:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
 }
 
@@ -155,16 +162,25 @@ fn engine_holds(what: &[&str]) -> Vec<String> {
 /// storage), and no container, volume or image of the run left in the
 /// engine (the imported base image stays, as the sandbox's image does).
 #[test]
-fn examples_pass_in_containers_and_leave_nothing_in_the_engine() {
-    let _alone = alone_if_emulated("container");
-    let out = temp_out("examples-container");
+fn examples_pass_in_podmans_containers_and_leave_nothing_in_the_engine() {
+    examples_pass_in_containers_of(PODMAN_ENGINE);
+}
+
+/// The same in Docker's.
+#[test]
+fn examples_pass_in_dockers_containers_and_leave_nothing_in_the_engine() {
+    examples_pass_in_containers_of(DOCKER_ENGINE);
+}
+
+fn examples_pass_in_containers_of(engine: &str) {
+    let out = temp_out(&format!("examples-container-{}", engine_name(engine)));
     let images = || -> Vec<String> {
-        let all = engine_holds(&["images", "--format", "{{.Repository}}"]);
+        let all = engine_holds(engine, &["images", "--format", "{{.Repository}}"]);
         all.into_iter().filter(|r| !r.contains("cleanroom/")).collect()
     };
-    let (volumes, images_before) = (engine_holds(&["volume", "ls", "-q"]), images());
+    let (volumes, images_before) = (engine_holds(engine, &["volume", "ls", "-q"]), images());
     let mut command = cleanroom();
-    command.env("DOCKER_HOST", TEST_ENGINE);
+    command.env("DOCKER_HOST", engine);
     let args = ["--tasks", &fixtures("examples/tasks"), "--agent", "oracle", "--agent", "nop", "--jobs", "2"];
     let (output, run_dir) = run_with(command, &out, &[&args[..], &["--backend", "container"]].concat());
     assert!(output.status.success(), "{}", text(&output));
@@ -181,11 +197,23 @@ fn examples_pass_in_containers_and_leave_nothing_in_the_engine() {
         assert_eq!(r["outcome"], "failed", "nop on {}", r["task"]);
     }
     let pid = run_pid(&run_dir).expect("the run's pid");
-    let labels = engine_holds(&["ps", "-a", "--format", "{{.Labels}}"]);
-    let left: Vec<&String> = labels.iter().filter(|l| l.contains(&format!("cleanroom.env:{pid}-"))).collect();
+    let labels = engine_holds(engine, &["ps", "-a", "--format", "{{.Labels}}"]);
+    // Podman shows a label as key:value, Docker as key=value.
+    let of_the_run =
+        |l: &&String| [':', '='].iter().any(|sep| l.contains(&format!("cleanroom.env{sep}{pid}-")));
+    let left: Vec<&String> = labels.iter().filter(of_the_run).collect();
     assert!(left.is_empty(), "containers of the run left: {left:?}");
-    assert_eq!(engine_holds(&["volume", "ls", "-q"]), volumes, "volumes left");
+    assert_eq!(engine_holds(engine, &["volume", "ls", "-q"]), volumes, "volumes left");
     assert_eq!(images(), images_before, "images left");
+}
+
+/// `podman` or `docker`, for the names of a test's directories.
+fn engine_name(engine: &str) -> &'static str {
+    if engine == DOCKER_ENGINE {
+        "docker"
+    } else {
+        "podman"
+    }
 }
 
 /// Tasks written in Harbor's format (tests/fixtures/harbor) convert with
@@ -195,7 +223,6 @@ fn examples_pass_in_containers_and_leave_nothing_in_the_engine() {
 /// Harbor's test runs.
 #[test]
 fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
-    let _alone = alone_if_emulated("container");
     let out = temp_out("harbor-import");
     let tasks = out.join("tasks");
     let mut notes = String::new();
@@ -214,7 +241,7 @@ fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
         assert!(notes.contains(said), "`{said}` not said: {notes}");
     }
     let mut command = cleanroom();
-    command.env("DOCKER_HOST", TEST_ENGINE);
+    command.env("DOCKER_HOST", PODMAN_ENGINE);
     let planter = fixtures("tests/fixtures/agents/plant-outputs.sh");
     let (output, run_dir) = run_with(
         command,
@@ -358,17 +385,23 @@ fn adversarial_agents_never_pass() {
     adversarial_agents_never_pass_on("sandbox", &ADVERSARIES, None);
 }
 
-/// The same agents against the rootless sandbox (docs/rootless.md), run
-/// by an ordinary user: the walls are the sandbox's, in the user's own
-/// namespace.
 /// In containers of Podman's engine, every adversary: the walls are the
 /// engine's (its capabilities, seccomp profile and masked paths) and the
 /// harness's (the network, seals, a container killed at each phase's end).
 #[test]
-fn adversarial_agents_never_pass_in_containers() {
+fn adversarial_agents_never_pass_in_podmans_containers() {
     adversarial_agents_never_pass_on("container", &ADVERSARIES, None);
 }
 
+/// The same in Docker's.
+#[test]
+fn adversarial_agents_never_pass_in_dockers_containers() {
+    adversarial_agents_never_pass_on("container-docker", &ADVERSARIES, None);
+}
+
+/// The same agents against the rootless sandbox (docs/rootless.md), run
+/// by an ordinary user: the walls are the sandbox's, in the user's own
+/// namespace.
 #[test]
 fn adversarial_agents_never_pass_rootless() {
     adversarial_agents_never_pass_on("sandbox", &ADVERSARIES, Some(test_user()));
@@ -401,9 +434,16 @@ fn adversarial_agents_never_pass_on_hosts() {
     adversarial_agents_never_pass_on("ssh", &["search-verifier", "detached-tamper", "probe-walls"], None);
 }
 
-/// Runs `agents` on `backend` as root, or as the ordinary `user` (the
-/// rootless sandbox, which needs --allow-unlimited).
-fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str], user: Option<&TestUser>) {
+/// Runs `agents` on `target` as root, or as the ordinary `user` (the
+/// rootless sandbox, which needs --allow-unlimited). The target is a
+/// backend's name, or `container-docker` for the container backend on
+/// Docker's engine (`container` alone is on Podman's).
+fn adversarial_agents_never_pass_on(target: &str, agents: &[&str], user: Option<&TestUser>) {
+    let (backend, engine) = match target {
+        "container" => ("container", Some(PODMAN_ENGINE)),
+        "container-docker" => ("container", Some(DOCKER_ENGINE)),
+        backend => (backend, None),
+    };
     let _alone = alone_if_emulated(backend);
     let fixture = |rel: &str| match user {
         Some(user) => user.copy_in(&repo().join(rel)).display().to_string(),
@@ -411,7 +451,7 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str], user: Option
     };
     let out = match user {
         Some(user) => user.out_dir(&format!("adversarial-{backend}")),
-        None => temp_out(&format!("adversarial-{backend}")),
+        None => temp_out(&format!("adversarial-{target}")),
     };
     let agent_dir = fixture("tests/fixtures/agents");
     let mut args = vec![
@@ -436,8 +476,8 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str], user: Option
     let hostname_before = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut command = user.map_or_else(cleanroom, TestUser::cleanroom);
-    if backend == "container" {
-        command.env("DOCKER_HOST", TEST_ENGINE);
+    if let Some(engine) = engine {
+        command.env("DOCKER_HOST", engine);
     }
     let (output, run_dir) = run_with(command, &out, &args);
     assert!(output.status.success(), "{}", text(&output));
@@ -473,7 +513,7 @@ fn adversarial_agents_never_pass_on(backend: &str, agents: &[&str], user: Option
         .filter(|l| l.starts_with("OPEN"))
         .filter(|l| match backend {
             "sandbox" => true,
-            // PID 1 of a container is the engine's init, which root there
+            // PID 1 of a container is catatonit, which root there
             // may read and trace (docs/backends.md); every other wall holds.
             "container" => !l.contains("pid 1's"),
             _ => host_facing(l),

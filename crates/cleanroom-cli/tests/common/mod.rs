@@ -20,9 +20,10 @@ pub fn alone_if_emulated(backend: &str) -> Option<std::sync::MutexGuard<'static,
     (!matches!(backend, "sandbox" | "container")).then(|| EMULATED.lock().unwrap_or_else(|p| p.into_inner()))
 }
 
-/// The container engine `scripts/container-engines.sh start` serves, for
-/// `--backend container` (DOCKER_HOST).
-pub const TEST_ENGINE: &str = "unix:///run/cleanroom-test/podman.sock";
+/// The container engines `scripts/container-engines.sh start` serves, for
+/// `--backend container` (DOCKER_HOST): Podman's API service and dockerd.
+pub const PODMAN_ENGINE: &str = "unix:///run/cleanroom-test/podman.sock";
+pub const DOCKER_ENGINE: &str = "unix:///run/cleanroom-test/docker.sock";
 
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()

@@ -1,5 +1,5 @@
 //! The `container` backend: every environment is a container of a local
-//! engine (environment.rs; Podman's so far), made from cleanroom's base
+//! engine (environment.rs), Podman's or Docker's, made from cleanroom's base
 //! image imported into the engine as `cleanroom/<name>:<digest>`.
 
 use std::collections::HashMap;
@@ -23,17 +23,21 @@ use crate::sandbox::sweep::{owner_in_id_alive, Owner};
 /// time>-<n>` of the run that made it (the sweep reads it back).
 const ENV_LABEL: &str = "cleanroom.env";
 
+/// Where the host's catatonit is in each container.
+const WAITING: &str = "/run/cleanroom-init";
+
 pub struct ContainerBackend {
     engine: Arc<Engine>,
     /// Each prepared image's reference in the engine and its root file
     /// system here (the env-diff's lower layer), by name.
     images: Mutex<HashMap<String, (String, PathBuf)>>,
-    /// What a container runs while no command of a phase does: a program
-    /// the engine mounts in, never one of the image's, which the agent may
-    /// have replaced (it would run before the phase's seals are made).
-    waiting: Vec<String>,
-    /// The seccomp profile's file (profile.rs).
-    seccomp: PathBuf,
+    /// What a container runs while no command of a phase does, as its PID
+    /// 1: the host's catatonit (static), mounted in read-only and pausing,
+    /// never a program of the image's, which the agent may have replaced
+    /// (it would run before the phase's seals are made).
+    catatonit: PathBuf,
+    /// The seccomp profile, as the engine takes it (profile.rs).
+    security_opt: String,
 }
 
 impl ContainerBackend {
@@ -61,20 +65,19 @@ impl ContainerBackend {
             }
         }
         let version = engine.version()?;
-        let waiting = match version.kind.as_str() {
-            // catatonit, the init Podman mounts in, pausing as a child of itself.
-            "podman" => vec!["/run/podman-init".to_string(), "-P".to_string()],
-            _ => {
-                return Err(EnvError::Config(format!(
-                    "the container engine at {} is Docker {}: the container backend runs on Podman's \
-                     engine so far (`podman system service`); Docker's is not done yet",
-                    engine.socket().display(),
-                    version.version
-                )))
-            }
-        };
-        let seccomp = profile::write(home)?;
-        Ok(ContainerBackend { engine: Arc::new(engine), images: Mutex::default(), waiting, seccomp })
+        let security_opt = profile::security_opt(home, version.kind == "podman")?;
+        let catatonit = ["/usr/bin/catatonit", "/usr/libexec/podman/catatonit"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                EnvError::Config(
+                    "catatonit not found (/usr/bin/catatonit): the container backend mounts it into each \
+                     container as what runs between phases; install it (apt-get install catatonit)"
+                        .into(),
+                )
+            })?;
+        Ok(ContainerBackend { engine: Arc::new(engine), images: Mutex::default(), catatonit, security_opt })
     }
 
     fn image(&self, name: &str) -> Result<(String, PathBuf), EnvError> {
@@ -171,18 +174,21 @@ impl Backend for ContainerBackend {
         let memory = spec.memory_mb * 1024 * 1024;
         let config = json!({
             "Image": image,
-            "Entrypoint": self.waiting,
+            "Entrypoint": [WAITING, "-P"],
             "Cmd": [],
             "Labels": { ENV_LABEL: id },
             "Hostname": "cleanroom",
             "HostConfig": {
                 "NetworkMode": "none",
-                "Init": true,
+                "Binds": [format!("{}:{WAITING}:ro", self.catatonit.display())],
                 "Memory": memory,
                 "MemorySwap": memory,
                 "PidsLimit": spec.pids_max,
                 "NanoCpus": u64::from(spec.cpus) * 1_000_000_000,
-                "SecurityOpt": [format!("seccomp={}", self.seccomp.display())],
+                "SecurityOpt": [self.security_opt],
+                // The capabilities both engines give but for those Docker
+                // adds to Podman's: no device nodes, raw sockets or audit.
+                "CapDrop": ["MKNOD", "NET_RAW", "AUDIT_WRITE"],
                 // PID 1's output goes nowhere: a log would be a file of the
                 // host's that the agent could fill through /proc/1/fd.
                 "LogConfig": { "Type": "none" },

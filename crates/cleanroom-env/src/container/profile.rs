@@ -1,10 +1,10 @@
 //! The seccomp profile of a container's processes: the sandbox's filter
 //! (sandbox/seccomp.rs) written as the engine's JSON profile, in place of
 //! the engine's own (Podman's lets the keyring and io_uring through).
-//! Podman's API takes the profile as a file's path, so it is written once
-//! under cleanroom's home.
+//! Podman's API takes the profile as a file's path, written once under
+//! cleanroom's home; Docker's takes the profile itself.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
@@ -30,13 +30,18 @@ fn profile() -> Value {
     })
 }
 
-/// Writes the profile under `home` (replacing what an older build wrote)
-/// and returns its path.
-pub(crate) fn write(home: &Path) -> Result<PathBuf, EnvError> {
+/// The `SecurityOpt` that gives the engine the profile: for Podman its
+/// file, written under `home` (replacing what an older build wrote); for
+/// Docker the profile itself.
+pub(crate) fn security_opt(home: &Path, podman: bool) -> Result<String, EnvError> {
+    let profile = profile().to_string();
+    if !podman {
+        return Ok(format!("seccomp={profile}"));
+    }
     let dir = home.join("container");
     let path = dir.join("seccomp.json");
     std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&path, profile().to_string()))
+        .and_then(|()| std::fs::write(&path, profile))
         .map_err(|e| EnvError::io(path.display().to_string(), e))?;
-    Ok(path)
+    Ok(format!("seccomp={}", path.display()))
 }
