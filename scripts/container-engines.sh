@@ -71,7 +71,7 @@ start() {
 
 stop() {
     # What the tests and the container backend made carries cleanroom's
-    # labels; the images they imported are named cleanroom*/.
+    # labels; the images they imported or built are named cleanroom*/.
     local engine
     for engine in podman "docker -H unix://$DOCKER_SOCKET"; do
         if [ "$engine" = podman ] && ! command -v podman >/dev/null; then continue; fi
@@ -79,7 +79,7 @@ stop() {
         for label in cleanroom.owner cleanroom.env; do
             $engine ps -aq --filter "label=$label" | xargs -r $engine rm -f >/dev/null 2>&1 || true
         done
-        for reference in 'cleanroom-test/*' 'cleanroom/*'; do
+        for reference in 'cleanroom-test/*' 'cleanroom/*' 'cleanroom-build/*'; do
             $engine images -q --filter "reference=$reference" | xargs -r $engine rmi -f >/dev/null 2>&1 || true
         done
     done

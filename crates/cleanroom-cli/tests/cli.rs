@@ -237,9 +237,14 @@ fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
         let again = import(&dest);
         assert_eq!(again.status.code(), Some(2), "an import onto an existing task: {}", text(&again));
     }
-    for said in ["FROM cleanroom/debian-12-minimal", "its 1 RUN line(s)", "task.domain"] {
+    for said in ["builds the environment (its 1 RUN line(s))", "task.domain"] {
         assert!(notes.contains(said), "`{said}` not said: {notes}");
     }
+    let built = std::fs::read_to_string(tasks.join("fix-script/task.toml")).unwrap();
+    assert!(
+        built.contains("build = \"environment\"")
+            && tasks.join("fix-script/environment/Dockerfile").is_file()
+    );
     let mut command = cleanroom();
     command.env("DOCKER_HOST", PODMAN_ENGINE);
     let planter = fixtures("tests/fixtures/agents/plant-outputs.sh");
@@ -273,12 +278,24 @@ fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
 }
 
 /// A folder of Harbor tasks is a folder of tasks: each loads as it is
-/// (imported into a copy of its own) and runs.
+/// (imported into a copy of its own) and runs in Docker's containers, the
+/// one whose Dockerfile does more than copy its files in (fix-script's
+/// RUN line) in the image that Dockerfile builds. The sandbox, which
+/// builds no Dockerfile, skips that one, saying so.
 #[test]
 fn harbor_tasks_load_as_they_are() {
-    let (run_dir, results) = oracle_and_nop_on("tests/fixtures/harbor");
+    let (run_dir, results) = oracle_and_nop_on("tests/fixtures/harbor", Some(DOCKER_ENGINE));
     assert_eq!(results.len(), 6);
     assert_oracle_passed_and_nop_failed(&run_dir, &results);
+
+    let out = temp_out("harbor-sandbox");
+    let args = ["--tasks", &fixtures("tests/fixtures/harbor/fix-script"), "--agent", "oracle"];
+    let (output, run_dir) = run(&out, &args);
+    assert!(output.status.success(), "{}", text(&output));
+    let skipped = &common::results(&run_dir)[0];
+    assert_eq!(skipped["outcome"], "skipped", "{skipped}");
+    let reason = skipped["skip_reason"].as_str().unwrap_or_default();
+    assert!(reason.starts_with("build") && reason.contains("--backend container"), "{reason}");
 }
 
 /// A Harbor registry.json is a list of datasets; `#name@version` picks one.
@@ -309,11 +326,18 @@ fn a_harbor_registry_lists_its_datasets_tasks() {
 }
 
 /// The oracle and nop on the tasks of a fixture directory, two at once.
-fn oracle_and_nop_on(fixture: &str) -> (PathBuf, Vec<Value>) {
+fn oracle_and_nop_on(fixture: &str, engine: Option<&str>) -> (PathBuf, Vec<Value>) {
     let out = temp_out(fixture.rsplit('/').next().unwrap());
     let tasks = fixtures(fixture);
-    let (output, run_dir) =
-        run(&out, &["--tasks", &tasks, "--agent", "oracle", "--agent", "nop", "--jobs", "2"]);
+    let args = ["--tasks", &tasks, "--agent", "oracle", "--agent", "nop", "--jobs", "2"];
+    let (output, run_dir) = match engine {
+        Some(engine) => {
+            let mut command = cleanroom();
+            command.env("DOCKER_HOST", engine);
+            run_with(command, &out, &[&args[..], &["--backend", "container"]].concat())
+        }
+        None => run(&out, &args),
+    };
     assert!(output.status.success(), "{}", text(&output));
     let results = results(&run_dir);
     (run_dir, results)
@@ -366,7 +390,7 @@ fn an_ordinary_user_runs_the_examples_rootless() {
 
 #[test]
 fn third_party_tasks_run_unchanged() {
-    let (run_dir, results) = oracle_and_nop_on("tests/fixtures/tasks-thirdparty");
+    let (run_dir, results) = oracle_and_nop_on("tests/fixtures/tasks-thirdparty", None);
     assert_eq!(results.len(), 4);
     assert_oracle_passed_and_nop_failed(&run_dir, &results);
     let config = std::fs::read_to_string(run_dir.join("run.toml")).unwrap();

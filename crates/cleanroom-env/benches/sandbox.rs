@@ -113,6 +113,7 @@ fn main() {
         gpus: 0,
         gpu_driver: Default::default(),
         allow_unlimited: false,
+        build: None,
     };
     let (home, remove_home) = match std::env::var_os("BENCH_HOME") {
         Some(h) if !h.is_empty() => (PathBuf::from(h), false),

@@ -34,6 +34,10 @@ pub struct EnvSpec {
     pub gpu_driver: GpuDriver,
     /// Start even when a limit cannot be enforced (recorded as such).
     pub allow_unlimited: bool,
+    /// A directory holding a Dockerfile that builds the environment's image
+    /// (`environment.build`), its build context; only a backend whose
+    /// `unmet` lets [`Needs::build`] through is given one.
+    pub build: Option<std::path::PathBuf>,
 }
 
 /// Whether each resource limit held for an environment.
@@ -212,6 +216,8 @@ pub struct Needs {
     /// A machine of its own: a kernel to load modules into, systemd,
     /// Docker inside (`environment.machine`).
     pub machine: bool,
+    /// An image built from the task's Dockerfile (`environment.build`).
+    pub build: bool,
 }
 
 impl Needs {
@@ -227,6 +233,23 @@ impl Needs {
     /// These needs, and a machine of its own when `machine`.
     pub fn with_machine(self, machine: bool) -> Needs {
         Needs { machine, ..self }
+    }
+
+    /// These needs, and an image built from a Dockerfile when `build`.
+    pub fn with_build(self, build: bool) -> Needs {
+        Needs { build, ..self }
+    }
+}
+
+/// What a backend without a container engine says of a task whose image a
+/// Dockerfile builds.
+pub(crate) fn unbuildable(backend: &str) -> Unmet {
+    Unmet {
+        need: "build",
+        why: format!(
+            "the task's environment is built from its Dockerfile (`environment.build`), which the {backend} \
+             backend cannot build: --backend container builds it in a container engine"
+        ),
     }
 }
 

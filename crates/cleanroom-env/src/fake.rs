@@ -131,7 +131,7 @@ struct State {
 }
 
 /// The fields of [`Needs`], as [`Unmet::need`] names them.
-const NEEDS: [&str; 4] = ["gpus", "qemu", "network", "machine"];
+const NEEDS: [&str; 5] = ["gpus", "qemu", "network", "machine", "build"];
 
 impl FakeBackend {
     /// Environments are made under `home`; `script` answers every command.
@@ -259,7 +259,7 @@ impl Backend for FakeBackend {
     }
 
     fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
-        let asked = [needs.gpus > 0, needs.qemu, needs.network, needs.machine];
+        let asked = [needs.gpus > 0, needs.qemu, needs.network, needs.machine, needs.build];
         let lacking = &self.state().lacking;
         NEEDS
             .iter()
@@ -438,6 +438,7 @@ mod tests {
             gpus: 0,
             gpu_driver: Default::default(),
             allow_unlimited: false,
+            build: None,
         }
     }
 

@@ -119,6 +119,7 @@ fn run(
         gpus: needs.gpus,
         gpu_driver: needs.gpu_driver,
         allow_unlimited: input.allow_unlimited,
+        build: task.spec.environment.build.as_ref().map(|b| task.dir.join(b)),
     };
     let mut env = input.backend.create(&spec)?;
     record.limits = Some(env.limits());
@@ -248,6 +249,7 @@ pub(crate) fn needs(task: &Task) -> Needs {
     Needs::new(gpus, task.spec.task.qemu, task.spec.environment.network)
         .with_gpu_driver(gpu_driver)
         .with_machine(task.spec.environment.machine)
+        .with_build(task.spec.environment.build.is_some())
 }
 
 /// Adds `tag`, or its evidence to the tag of that name already there.

@@ -4,9 +4,10 @@
 //! carried over, said.
 //!
 //! - The Dockerfile's build context that it copies in (`COPY`/`ADD` of the
-//!   context) becomes the artifact, placed where it was copied; its `RUN`
-//!   lines set the image up, which a cleanroom task leaves to the agent:
-//!   they go first in the oracle's solution/setup.sh, and are named.
+//!   context) becomes the artifact, placed where it was copied. A
+//!   Dockerfile that does more (`RUN`, `ENV`, ...) builds the environment:
+//!   environment/ is kept and named by `environment.build`, which the
+//!   container backend builds (other backends skip the task, saying so).
 //! - tests/ becomes verify/, and one step runs tests/test.sh as Harbor
 //!   does (at /tests, from the image's working directory), with
 //!   /logs/verifier emptied first: a reward file the agent planted counts
@@ -128,10 +129,23 @@ pub fn import_harbor(src: &Path, id: &str) -> Result<Imported, String> {
             "environment/Dockerfile: WORKDIR {workdir} is not a plain absolute path below /"
         ));
     }
-    if let Some(from) = &dockerfile.from {
-        out.notes.push(format!(
+    // FROM cleanroom/<name> is a base image cleanroom imports into the
+    // container engine; anything else must be there already.
+    let base = dockerfile
+        .from
+        .as_deref()
+        .and_then(|f| f.strip_prefix("cleanroom/"))
+        .map(|b| b.split(':').next().unwrap_or(b));
+    let builds = !dockerfile.runs.is_empty() || !dockerfile.other.is_empty();
+    match (&dockerfile.from, base, builds) {
+        (Some(from), None, false) => out.notes.push(format!(
             "environment/Dockerfile: FROM {from}: the task starts from cleanroom's base image (debian-12-minimal)"
-        ));
+        )),
+        (Some(from), None, true) => out.notes.push(format!(
+            "environment/Dockerfile: FROM {from} must be in the container engine already (nothing is pulled; \
+             cleanroom's own base images are there as cleanroom/<name>)"
+        )),
+        _ => {}
     }
 
     // The artifact: what the Dockerfile copies from its context.
@@ -165,30 +179,29 @@ pub fn import_harbor(src: &Path, id: &str) -> Result<Imported, String> {
     if !out.trees.iter().any(|(_, to)| to.starts_with("artifact")) {
         out.files.push((PathBuf::from("artifact/.keep"), Vec::new(), 0o644));
     }
-    for other in &dockerfile.other {
-        out.notes.push(format!("environment/Dockerfile: `{other}` is not carried over"));
-    }
-
-    // The oracle: the image's setup, then solve.sh, from the working directory.
-    let mut setup = String::from("#!/bin/bash\n# Imported from a Harbor task.\nset -e\n");
-    if !dockerfile.runs.is_empty() {
-        setup.push_str("# The image's setup (environment/Dockerfile's RUN lines):\n");
-        for run in &dockerfile.runs {
-            setup.push_str(&format!("( {run} )\n"));
-        }
+    if builds {
+        out.trees.push((context.clone(), PathBuf::from("environment")));
         out.notes.push(format!(
-            "environment/Dockerfile: its {} RUN line(s) set up the image; a cleanroom task leaves that to \
-             the agent, so they now begin the oracle's solution/setup.sh",
-            dockerfile.runs.len()
+            "environment/Dockerfile builds the environment (its {} RUN line(s){}): only the container \
+             backend builds it (--backend container); the other backends skip the task",
+            dockerfile.runs.len(),
+            if dockerfile.other.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", dockerfile.other.join(", "))
+            }
         ));
     }
+
+    // The oracle: solve.sh, from the working directory.
+    let mut setup = String::from("#!/bin/bash\n# Imported from a Harbor task.\nset -e\n");
     match read("solution/solve.sh") {
         Ok(solve) => {
             setup.push_str(&format!("cd {}\n", shell_quote(&dest)));
             setup.push_str("bash \"$(dirname \"$0\")/solve.sh\"\n");
             out.files.push((PathBuf::from("solution/solve.sh"), solve.into_bytes(), 0o755));
         }
-        Err(_) => out.notes.push("solution/solve.sh is missing: the oracle only sets the image up".into()),
+        Err(_) => out.notes.push("solution/solve.sh is missing: the oracle does nothing".into()),
     }
     out.files.push((PathBuf::from("solution/setup.sh"), setup.into_bytes(), 0o755));
 
@@ -240,6 +253,12 @@ pub fn import_harbor(src: &Path, id: &str) -> Result<Imported, String> {
     }
     let network = get(&doc, "environment", "allow_internet").and_then(Item::as_bool).unwrap_or(true);
     environment.push_str(&format!("network = {network}\n"));
+    if let Some(base) = base {
+        environment.push_str(&format!("image = {}\n", toml_string(base)));
+    }
+    if builds {
+        environment.push_str("build = \"environment\"\n");
+    }
     for key in ["docker_image", "build_timeout_sec"] {
         if get(&doc, "environment", key).is_some() {
             out.notes.push(format!("task.toml: environment.{key} is not carried over"));
@@ -300,12 +319,17 @@ pub(crate) fn imported_copy(src: &Path, id: &str) -> Result<PathBuf, String> {
     placed.map(|()| dest)
 }
 
+/// What an imported copy is made by: a change of the import's output
+/// changes it, so copies an older import made are not taken for new ones.
+const IMPORT_VERSION: &str = "cleanroom-harbor-import-2";
+
 /// A digest of the tree at `dir`: each entry's path, kind, mode and bytes
-/// (or link target), in path order.
+/// (or link target), in path order, after the import's version.
 fn tree_digest(dir: &Path) -> std::io::Result<String> {
     use sha2::{Digest, Sha256};
     use std::os::unix::fs::PermissionsExt;
     let mut hash = Sha256::new();
+    hash.update(IMPORT_VERSION.as_bytes());
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
         let mut names: Vec<_> =

@@ -177,6 +177,10 @@ pub struct Environment {
     /// **[cleanroom]** A machine of its own (a kernel, systemd): backends
     /// that share the host's kernel skip the task.
     pub machine: bool,
+    /// **[cleanroom]** A directory of the task holding a Dockerfile that
+    /// builds the environment's image FROM `cleanroom/<image>`: backends
+    /// without a container engine skip the task.
+    pub build: Option<String>,
 }
 
 /// `environment.gpu_driver`: whether a GPU environment comes with the
@@ -216,6 +220,7 @@ impl Default for Environment {
             gpus: 0,
             gpu_driver: GpuDriver::Host,
             machine: false,
+            build: None,
         }
     }
 }

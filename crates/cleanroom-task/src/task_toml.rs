@@ -58,7 +58,7 @@ const SOURCE_KEYS: &[(&str, &[&str])] = &[
     ("debian-source", &["package", "version", "mirror", "sha256"]),
 ];
 const ENVIRONMENT_KEYS: &[&str] =
-    &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus", "gpu_driver", "machine"];
+    &["image", "cpus", "memory_mb", "disk_mb", "network", "gpus", "gpu_driver", "machine", "build"];
 const AGENT_KEYS: &[&str] = &["timeout_sec"];
 const EXPERIMENT_KEYS: &[&str] = &["command", "outputs"];
 const ORACLE_KEYS: &[&str] = &["timeout_sec"];
@@ -87,7 +87,7 @@ pub(crate) fn read_task_toml(r: &mut Reader, doc: &ImDocument<String>, dir: &Pat
     let tab = section(r, &root, "artifact", &empty);
     let artifact = artifact(r, &tab, dir);
     let tab = section(r, &root, "environment", &empty);
-    let environment = environment(r, &tab);
+    let environment = environment(r, &tab, dir);
     let tab = section(r, &root, "agent", &empty);
     let agent = agent(r, &tab);
     let experiment = match r.get(&root, "experiment") {
@@ -499,7 +499,7 @@ fn archive_source(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<ArtifactS
     }
 }
 
-fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
+fn environment(r: &mut Reader, tab: &Tab<'_>, dir: &Path) -> Option<Environment> {
     check_keys(r, tab, ENVIRONMENT_KEYS);
     let d = Environment::default();
     let image = match r.get(tab, "image") {
@@ -518,6 +518,20 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
         Some(_) => enum_value(r, tab, "gpu_driver", GpuDriver::parse, &GpuDriver::ALL.map(GpuDriver::as_str)),
     };
     let machine = bool_or(r, tab, "machine", d.machine);
+    let build = match r.string(tab, "build") {
+        None => Some(None),
+        Some(p) => match relative_path_problem(&p) {
+            Some(problem) => {
+                r.key_err(tab, "build", problem);
+                None
+            }
+            None if !dir.join(&p).join("Dockerfile").is_file() => {
+                r.key_err(tab, "build", format!("{p:?} is not a directory of the task holding a Dockerfile"));
+                None
+            }
+            None => Some(Some(p)),
+        },
+    };
     Some(Environment {
         image: image?,
         cpus: cpus?.min(u32::MAX as u64) as u32,
@@ -527,6 +541,7 @@ fn environment(r: &mut Reader, tab: &Tab<'_>) -> Option<Environment> {
         gpus: gpus?.min(u32::MAX as u64) as u32,
         gpu_driver: gpu_driver?,
         machine: machine?,
+        build: build?,
     })
 }
 

@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -12,6 +11,7 @@ use serde_json::{json, Value};
 use crate::backend::{
     Backend, EnvSpec, Environment, LimitState, Limits, Needs, PreparedImage, SweepReport, Unmet,
 };
+use crate::container::build::{with_tar_of, Builds};
 use crate::container::engine::Engine;
 use crate::container::environment::ContainerEnv;
 use crate::container::profile;
@@ -28,9 +28,8 @@ const WAITING: &str = "/run/cleanroom-init";
 
 pub struct ContainerBackend {
     engine: Arc<Engine>,
-    /// Each prepared image's reference in the engine and its root file
-    /// system here (the env-diff's lower layer), by name.
-    images: Mutex<HashMap<String, (String, PathBuf)>>,
+    /// Each prepared image's reference in the engine, by name.
+    images: Mutex<HashMap<String, String>>,
     /// What a container runs while no command of a phase does, as its PID
     /// 1: the host's catatonit (static), mounted in read-only and pausing,
     /// never a program of the image's, which the agent may have replaced
@@ -38,6 +37,8 @@ pub struct ContainerBackend {
     catatonit: PathBuf,
     /// The seccomp profile, as the engine takes it (profile.rs).
     security_opt: String,
+    /// The images tasks' Dockerfiles built (build.rs).
+    builds: Builds,
 }
 
 impl ContainerBackend {
@@ -77,34 +78,23 @@ impl ContainerBackend {
                         .into(),
                 )
             })?;
-        Ok(ContainerBackend { engine: Arc::new(engine), images: Mutex::default(), catatonit, security_opt })
+        Ok(ContainerBackend {
+            engine: Arc::new(engine),
+            images: Mutex::default(),
+            catatonit,
+            security_opt,
+            builds: Builds::default(),
+        })
     }
 
-    fn image(&self, name: &str) -> Result<(String, PathBuf), EnvError> {
+    fn image(&self, name: &str) -> Result<String, EnvError> {
         let images = self.images.lock().unwrap_or_else(|p| p.into_inner());
         images.get(name).cloned().ok_or_else(|| EnvError::ImageNotPrepared(name.to_string()))
     }
 
     /// The base image's root file system, as a tar stream into the engine.
     fn import(&self, root: &Path, reference: &str) -> Result<(), EnvError> {
-        let mut tar = Command::new(crate::sandbox::tool("tar"))
-            .arg("-C")
-            .arg(root)
-            .args(["--numeric-owner", "-c", "."])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| EnvError::io("run tar", e))?;
-        let imported = self.engine.import_image(tar.stdout.as_mut().expect("piped"), reference);
-        let out = tar.wait_with_output().map_err(|e| EnvError::io("run tar", e))?;
-        imported?;
-        if !out.status.success() {
-            return Err(EnvError::Command {
-                program: format!("tar of {}", root.display()),
-                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        Ok(())
+        with_tar_of(root, |tar| self.engine.import_image(tar, reference).map(drop))
     }
 }
 
@@ -146,8 +136,10 @@ impl Backend for ContainerBackend {
                 progress(&format!("importing image {name} into the container engine as {reference}"));
                 self.import(&img.root, &reference)?;
             }
+            // The name a task's Dockerfile says FROM.
+            self.engine.tag_image(&reference, &format!("cleanroom/{name}:latest"))?;
             let mut images = self.images.lock().unwrap_or_else(|p| p.into_inner());
-            images.insert(name.to_string(), (reference, img.root));
+            images.insert(name.to_string(), reference);
             prepared.push(PreparedImage { name: name.to_string(), digest: img.digest });
         }
         Ok(prepared)
@@ -169,7 +161,15 @@ impl Backend for ContainerBackend {
         if spec.gpus > 0 {
             return Err(EnvError::Phase("the container backend gives no GPUs".into()));
         }
-        let (image, image_root) = self.image(&spec.image)?;
+        let (image, image_env) = match &spec.build {
+            Some(context) => {
+                self.image(&spec.image)?;
+                let built = self.builds.image(&self.engine, context)?;
+                let env = self.engine.image_env(&built)?;
+                (built, env)
+            }
+            None => (self.image(&spec.image)?, Vec::new()),
+        };
         let id = Owner::current().new_id();
         let memory = spec.memory_mb * 1024 * 1024;
         let config = json!({
@@ -205,7 +205,7 @@ impl Backend for ContainerBackend {
         // once it is destroyed.
         let container = self.engine.create_container(None, config)?;
         // From here on, dropping the environment removes the container.
-        let mut env = ContainerEnv::new(id, self.engine.clone(), container.clone(), image_root, unlimited());
+        let mut env = ContainerEnv::new(id, self.engine.clone(), container.clone(), image_env, unlimited());
         let held = self.engine.inspect(&container)?;
         let limits = limits_held(&held["HostConfig"]);
         if !spec.allow_unlimited {

@@ -20,6 +20,8 @@ const API: &str = "/v1.41";
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most bytes of an ordinary call's answer.
 const ANSWER_LIMIT: usize = 8 << 20;
+/// How much of a build's output an error keeps: its end.
+const BUILD_OUTPUT_KEPT: usize = 4096;
 
 /// Where the engine listens when nothing says otherwise: Docker's socket,
 /// Podman's (root's, then the user's), Docker Desktop's.
@@ -87,9 +89,21 @@ impl Engine {
     }
 
     fn send(&self, method: &str, path: &str, body: Body, upgrade: bool) -> Result<Response, EnvError> {
+        self.send_within(method, path, body, upgrade, CALL_TIMEOUT)
+    }
+
+    /// `send`, with `timeout` bounding each read and write.
+    fn send_within(
+        &self,
+        method: &str,
+        path: &str,
+        body: Body,
+        upgrade: bool,
+        timeout: Duration,
+    ) -> Result<Response, EnvError> {
         let what = || format!("the container engine at {} ({method} {path})", self.socket.display());
         let response =
-            http::request(&self.socket, method, &format!("{API}{path}"), body, upgrade, Some(CALL_TIMEOUT))
+            http::request(&self.socket, method, &format!("{API}{path}"), body, upgrade, Some(timeout))
                 .map_err(|e| EnvError::io(what(), e))?;
         if response.status >= 300 && response.status != 304 {
             let status = response.status;
@@ -161,8 +175,51 @@ impl Engine {
         let id =
             id.ok_or_else(|| EnvError::Image(format!("importing {reference}: the engine named no image")))?;
         // Podman's import ignores the tag it is given.
-        self.act("POST", &format!("/images/{id}/tag?repo={}&tag={}", query(repo), query(tag)), Body::Empty)?;
+        self.tag_image(&id, reference)?;
         Ok(id)
+    }
+
+    /// Tags the image `id` as `reference` (`name:tag`) too.
+    pub fn tag_image(&self, id: &str, reference: &str) -> Result<(), EnvError> {
+        let (repo, tag) = reference.rsplit_once(':').unwrap_or((reference, "latest"));
+        self.act("POST", &format!("/images/{id}/tag?repo={}&tag={}", query(repo), query(tag)), Body::Empty)
+    }
+
+    /// Builds the image `reference` from a build context's tar stream
+    /// (its Dockerfile at the top), without pulling anything: what the
+    /// Dockerfile names must be in the engine already. `quiet_for` bounds
+    /// how long a step may go without a word. On failure, the error says
+    /// why, with the end of the build's output.
+    pub fn build_image(
+        &self,
+        context: &mut dyn Read,
+        reference: &str,
+        quiet_for: Duration,
+    ) -> Result<(), EnvError> {
+        let path = format!("/build?t={}&rm=1&forcerm=1&pull=0", query(reference));
+        let response = self.send_within("POST", &path, Body::Tar(context), false, quiet_for)?;
+        // A stream of JSON objects: the build's output, then an error or not.
+        let mut output = Tail::new(BUILD_OUTPUT_KEPT);
+        for value in serde_json::Deserializer::from_reader(response).into_iter::<Value>() {
+            let value = value.map_err(|e| EnvError::Image(format!("building {reference}: {e}")))?;
+            if let Some(text) = value["stream"].as_str() {
+                output.push(text);
+            }
+            if let Some(error) = value["error"].as_str() {
+                return Err(EnvError::Image(format!(
+                    "building {reference}: {}; the build's output ended:\n{}",
+                    error.trim(),
+                    output.text()
+                )));
+            }
+        }
+        if self.image_id(reference)?.is_none() {
+            return Err(EnvError::Image(format!(
+                "building {reference}: the engine made no image; the build's output ended:\n{}",
+                output.text()
+            )));
+        }
+        Ok(())
     }
 
     /// The id of the image `reference` names, if the engine has it.
@@ -172,6 +229,17 @@ impl Engine {
             Err(EnvError::Command { detail, .. }) if detail.starts_with("404") => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// The variables the image `reference` sets (its Dockerfile's `ENV`).
+    pub fn image_env(&self, reference: &str) -> Result<Vec<(String, String)>, EnvError> {
+        let answer = self.call("GET", &format!("/images/{reference}/json"), Body::Empty)?;
+        let listed = answer["Config"]["Env"].as_array().cloned().unwrap_or_default();
+        Ok(listed
+            .iter()
+            .filter_map(|v| v.as_str()?.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
     }
 
     pub fn remove_image(&self, reference: &str) -> Result<(), EnvError> {
@@ -294,4 +362,35 @@ fn query(value: &str) -> String {
         }
     }
     out
+}
+
+/// The last `keep` bytes of a text written in pieces.
+struct Tail {
+    text: String,
+    keep: usize,
+}
+
+impl Tail {
+    fn new(keep: usize) -> Tail {
+        Tail { text: String::new(), keep }
+    }
+
+    fn push(&mut self, piece: &str) {
+        self.text.push_str(piece);
+        if self.text.len() > 2 * self.keep {
+            let mut cut = self.text.len() - self.keep;
+            while !self.text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.text.drain(..cut);
+        }
+    }
+
+    fn text(&self) -> &str {
+        let mut cut = self.text.len().saturating_sub(self.keep);
+        while !self.text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        self.text[cut..].trim_end()
+    }
 }

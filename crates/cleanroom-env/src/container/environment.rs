@@ -45,11 +45,13 @@ pub struct ContainerEnv {
     id: String,
     engine: Arc<Engine>,
     container: String,
-    /// The image's root file system here, and the container's upper layer
-    /// (known from its first start): the env-diff compares them, as the
-    /// sandbox's does.
-    image_root: PathBuf,
-    upper: OnceLock<PathBuf>,
+    /// The container's overlay layers in the engine's storage (known from
+    /// its first start): the env-diff compares the upper with the image's,
+    /// as the sandbox's does.
+    layers: OnceLock<Layers>,
+    /// The variables every command starts with: a built image's (its
+    /// Dockerfile's `ENV`), none for cleanroom's base images.
+    image_env: Vec<(String, String)>,
     limits: Limits,
     /// The running container, if it runs.
     started: Mutex<Option<Started>>,
@@ -58,6 +60,23 @@ pub struct ContainerEnv {
     made: Mutex<BTreeMap<String, EntryKind>>,
     /// Directories made for the current phase's host mounts.
     mount_points: Vec<String>,
+}
+
+/// A container's overlay layers, as its engine's inspection names them:
+/// the upper (the container's own) and the image's, top first (Docker's
+/// first is its init layer of mount points).
+struct Layers {
+    upper: PathBuf,
+    lowers: Vec<PathBuf>,
+}
+
+impl Layers {
+    fn of(state: &serde_json::Value) -> Option<Layers> {
+        let data = &state["GraphDriver"]["Data"];
+        let upper = PathBuf::from(data["UpperDir"].as_str()?);
+        let lowers: Vec<PathBuf> = data["LowerDir"].as_str()?.split(':').map(PathBuf::from).collect();
+        Some(Layers { upper, lowers })
+    }
 }
 
 /// A started container: its init as this host sees it, its root, and
@@ -74,15 +93,15 @@ impl ContainerEnv {
         id: String,
         engine: Arc<Engine>,
         container: String,
-        image_root: PathBuf,
+        image_env: Vec<(String, String)>,
         limits: Limits,
     ) -> ContainerEnv {
         ContainerEnv {
             id,
             engine,
             container,
-            image_root,
-            upper: OnceLock::new(),
+            image_env,
+            layers: OnceLock::new(),
             limits,
             started: Mutex::new(None),
             made: Mutex::default(),
@@ -110,7 +129,7 @@ impl ContainerEnv {
                 kernel_views::trim(pid, std::process::id() as i32)?;
                 let root = RootFs::open(Path::new(&format!("/proc/{pid}/root")))
                     .map_err(|e| EnvError::io("the container's root", e))?;
-                if self.upper.get().is_none() {
+                if self.layers.get().is_none() {
                     self.record_engines_own(&root)?;
                 }
                 Ok(Started { pid, root, phase: false, nat: None })
@@ -131,29 +150,22 @@ impl ContainerEnv {
     /// /run/.containerenv, ...): that is the engine's, left out of the
     /// env-diff as what the harness made is.
     fn record_engines_own(&self, root: &RootFs) -> Result<(), EnvError> {
-        let state = self.engine.inspect(&self.container)?;
-        let upper = state["GraphDriver"]["Data"]["UpperDir"].as_str().ok_or_else(|| {
+        let layers = Layers::of(&self.engine.inspect(&self.container)?).ok_or_else(|| {
             EnvError::Config(format!(
-                "the container engine at {} keeps no overlay upper layer for its containers (storage \
-                 driver `{}`): the container backend needs its overlay driver",
+                "the container engine at {} keeps no overlay layers for its containers: the container \
+                 backend needs its overlay storage driver",
                 self.engine.socket().display(),
-                state["GraphDriver"]["Name"].as_str().unwrap_or("unknown")
             ))
         })?;
         let cancel = CancelToken::new().map_err(|e| EnvError::io("a cancel token", e))?;
-        let engines = upper_changes(
-            Path::new(upper),
-            &self.image_root,
-            &BTreeMap::new(),
-            WalkLimits::default(),
-            &cancel,
-        )?;
+        let engines =
+            upper_changes(&layers.upper, &layers.lowers, &BTreeMap::new(), WalkLimits::default(), &cancel)?;
         for change in engines.changes.iter().filter(|c| c.kind != PathChangeKind::Deleted) {
             if let Ok(Some(kind)) = root.kind_of(&change.path) {
                 root.claim(&change.path, kind);
             }
         }
-        let _ = self.upper.set(PathBuf::from(upper));
+        let _ = self.layers.set(layers);
         Ok(())
     }
 
@@ -295,7 +307,7 @@ impl Environment for ContainerEnv {
 
     fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
         self.phase_pid()?;
-        crate::container::exec::run(&self.engine, &self.container, req, cancel)
+        crate::container::exec::run(&self.engine, &self.container, &self.image_env, req, cancel)
     }
 
     fn watch_access(&self, _under: &str) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
@@ -314,11 +326,11 @@ impl Environment for ContainerEnv {
     }
 
     fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
-        let Some(upper) = self.upper.get() else {
+        let Some(layers) = self.layers.get() else {
             // Never started: nothing changed.
             return Ok(EnvDiff::default());
         };
-        upper_changes(upper, &self.image_root, &self.made_by_harness(), WalkLimits::default(), cancel)
+        upper_changes(&layers.upper, &layers.lowers, &self.made_by_harness(), WalkLimits::default(), cancel)
     }
 
     fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {

@@ -33,15 +33,19 @@ const PID_LINE: usize = 32;
 /// The wrapper's script: its pid, then the command itself in its place.
 const WRAPPER: &str = "echo \"$$\" >&2; exec \"$@\"";
 
+/// Runs `req` in `container`, in an environment of `base` (the image's
+/// variables) overridden by the request's own.
 pub fn run(
     engine: &Engine,
     container: &str,
+    base: &[(String, String)],
     req: &ExecRequest,
     cancel: &CancelToken,
 ) -> Result<ExecOutcome, EnvError> {
     let started = Instant::now();
     let mut argv: Vec<String> = vec!["/usr/bin/env".into(), "-i".into()];
-    argv.extend(req.env.iter().map(|(k, v)| format!("{k}={v}")));
+    // `env` sets them in order: the request's, after, win.
+    argv.extend(base.iter().chain(&req.env).map(|(k, v)| format!("{k}={v}")));
     argv.extend(["/bin/sh".into(), "-c".into(), WRAPPER.into(), "cleanroom-exec".into()]);
     argv.extend(req.argv.iter().cloned());
     let exec = engine.exec(container, &argv, &[], &req.cwd)?;

@@ -3,6 +3,7 @@
 //! Engine API.
 
 mod backend;
+mod build;
 pub mod engine;
 mod environment;
 pub mod exec;

@@ -2,17 +2,22 @@
 //! overlay's upper layer, which holds exactly that: every new or changed
 //! file, and a whiteout (a 0/0 character device) for every deleted one.
 //!
-//! Both layers are written by others (the upper by the agent, the image's
-//! links point at host paths: `/var/run -> /run`), so neither is ever
-//! resolved through the host's root: the walk goes one name at a time from
-//! directory fds of the two layers, never follows a link (an image
-//! directory that is a link has nothing below it here), works at any depth,
-//! and stops at its bounds (`bounds.rs`) with the reason recorded. Only the
-//! entries the harness itself made are left out, by exact path and kind.
+//! The image is one directory (the sandbox's root) or a container engine's
+//! stack of overlay layers, top first, in which a whiteout or an opaque
+//! directory hides what the layers below hold at its path.
+//!
+//! Every layer is written by others (the upper by the agent, the image's
+//! links point at host paths: `/var/run -> /run`), so none is ever resolved
+//! through the host's root: the walk goes one name at a time from directory
+//! fds of the layers, never follows a link (an image directory that is a
+//! link has nothing below it here), works at any depth, and stops at its
+//! bounds (`bounds.rs`) with the reason recorded. Only the entries the
+//! harness itself made are left out, by exact path and kind.
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::ffi::CStr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
 
 use crate::backend::{EnvDiff, PathChange, PathChangeKind};
 use crate::bounds::{Budget, Stop, WalkLimits};
@@ -21,17 +26,19 @@ use crate::error::EnvError;
 use crate::rootfs::{fstatat_nofollow, incomplete, is_absent, open_host_dir, openat, Frame, DIR_FLAGS};
 use crate::EntryKind;
 
-/// The changes in `upper` over the image `lower`, less the paths in `made`
-/// (absolute, with the kind the harness made there).
+/// The changes in `upper` over the image whose layers are `lowers` (top
+/// first), less the paths in `made` (absolute, with the kind the harness
+/// made there).
 pub(crate) fn upper_changes(
     upper: &Path,
-    lower: &Path,
+    lowers: &[PathBuf],
     made: &BTreeMap<String, EntryKind>,
     limits: WalkLimits,
     cancel: &CancelToken,
 ) -> Result<EnvDiff, EnvError> {
     let open = |p: &Path| open_host_dir(p).map_err(|e| EnvError::io(format!("open {}", p.display()), e));
-    let (upper, lower) = (open(upper)?, open(lower)?);
+    let upper = open(upper)?;
+    let lower = Lower(lowers.iter().map(|p| open(p)).collect::<Result<_, _>>()?);
     let mut budget = Budget::new(limits, Some(cancel));
     let mut diff = EnvDiff::default();
     match walk(upper, lower, made, &mut budget, &mut diff) {
@@ -48,20 +55,76 @@ pub(crate) fn upper_changes(
 }
 
 /// One directory of the upper layer being walked, and the image's
-/// directory at the same path when there is a real one.
+/// directories at the same path (none where the image has no real one).
 struct Level {
     upper: Frame,
-    lower: Option<OwnedFd>,
+    lower: Lower,
+}
+
+/// The image's directories at one path, top layer first.
+struct Lower(Vec<OwnedFd>);
+
+impl Lower {
+    /// The image's entry `name` here: the top layer's that has it, none if
+    /// that is a whiteout.
+    fn entry(&self, name: &CStr) -> Option<libc::stat> {
+        for layer in &self.0 {
+            if let Ok(st) = fstatat_nofollow(layer.as_fd(), name) {
+                return (!is_whiteout(&st)).then_some(st);
+            }
+        }
+        None
+    }
+
+    /// The image's directories at `name` here: each layer's from the top
+    /// down to the first that holds something else there (which hides
+    /// the layers below), or whose directory is opaque.
+    fn child(&self, name: &CStr) -> Lower {
+        let mut dirs = Vec::new();
+        for layer in &self.0 {
+            let Ok(st) = fstatat_nofollow(layer.as_fd(), name) else { continue };
+            if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                break;
+            }
+            // A link in the image (ELOOP) has nothing below it here.
+            let Ok(dir) = openat(layer.as_fd(), name, DIR_FLAGS, 0) else { break };
+            let opaque = is_opaque(&dir);
+            dirs.push(dir);
+            if opaque {
+                break;
+            }
+        }
+        Lower(dirs)
+    }
+}
+
+fn is_whiteout(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == 0
+}
+
+/// An overlay directory that hides what the layers below hold at its path.
+fn is_opaque(dir: &OwnedFd) -> bool {
+    let mut value = [0u8; 1];
+    // SAFETY: a valid fd, a NUL-terminated name and a buffer of the size given.
+    let n = unsafe {
+        libc::fgetxattr(
+            dir.as_raw_fd(),
+            c"trusted.overlay.opaque".as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    n == 1 && value[0] == b'y'
 }
 
 fn walk(
     upper: OwnedFd,
-    lower: OwnedFd,
+    lower: Lower,
     made: &BTreeMap<String, EntryKind>,
     budget: &mut Budget<'_>,
     diff: &mut EnvDiff,
 ) -> Result<(), Stop> {
-    let mut stack = vec![Level { upper: Frame::new(upper, String::new(), budget)?, lower: Some(lower) }];
+    let mut stack = vec![Level { upper: Frame::new(upper, String::new(), budget)?, lower }];
     loop {
         let depth = stack.len();
         let Some(level) = stack.last_mut() else { break };
@@ -76,7 +139,7 @@ fn walk(
             Err(e) if is_absent(&e) => continue,
             Err(e) => return Err(incomplete(e, &rel)),
         };
-        let in_lower = level.lower.as_ref().and_then(|l| fstatat_nofollow(l.as_fd(), &name).ok());
+        let in_lower = level.lower.entry(&name);
         let path = format!("/{rel}");
         let by_harness = made.get(&path) == Some(&EntryKind::of_mode(st.st_mode));
         let mut change = |kind| {
@@ -85,7 +148,7 @@ fn walk(
             Ok::<(), Stop>(())
         };
         match st.st_mode & libc::S_IFMT {
-            libc::S_IFCHR if st.st_rdev == 0 => change(PathChangeKind::Deleted)?,
+            _ if is_whiteout(&st) => change(PathChangeKind::Deleted)?,
             libc::S_IFDIR => {
                 let lower_is_dir = in_lower.is_some_and(|l| l.st_mode & libc::S_IFMT == libc::S_IFDIR);
                 // A directory that only holds changes below it is no change.
@@ -101,11 +164,7 @@ fn walk(
                     Err(e) if is_absent(&e) => continue,
                     Err(e) => return Err(incomplete(e, &rel)),
                 };
-                // A link in the image (ELOOP) has nothing below it here.
-                let lower = match &level.lower {
-                    Some(l) if lower_is_dir => openat(l.as_fd(), &name, DIR_FLAGS, 0).ok(),
-                    _ => None,
-                };
+                let lower = if lower_is_dir { level.lower.child(&name) } else { Lower(Vec::new()) };
                 stack.push(Level { upper: Frame::new(upper, rel, budget)?, lower });
             }
             _ if by_harness => {}
@@ -145,7 +204,8 @@ mod tests {
         }
 
         fn changes(&self, made: &BTreeMap<String, EntryKind>, limits: WalkLimits) -> EnvDiff {
-            upper_changes(&self.upper(), &self.lower(), made, limits, &CancelToken::new().unwrap()).unwrap()
+            let lowers = [self.lower()];
+            upper_changes(&self.upper(), &lowers, made, limits, &CancelToken::new().unwrap()).unwrap()
         }
     }
 
@@ -180,6 +240,45 @@ mod tests {
             ]
         );
         assert_eq!(diff.incomplete, None);
+    }
+
+    /// A container engine's image is a stack of layers: a path's entry is
+    /// the top layer's that has it; a whiteout or an opaque directory
+    /// hides the layers below. (Needs root: a 0/0 device, a trusted xattr.)
+    #[test]
+    fn an_image_of_layers_is_read_top_down() {
+        let t = Layers::new("stack");
+        let (upper, top, bottom) = (t.upper(), t.0.join("top"), t.lower());
+        for dir in ["d", "o"] {
+            std::fs::create_dir_all(bottom.join(dir)).unwrap();
+            std::fs::create_dir_all(top.join(dir)).unwrap();
+            std::fs::create_dir_all(upper.join(dir)).unwrap();
+        }
+        for file in ["a", "w", "d/x", "o/y"] {
+            std::fs::write(bottom.join(file), "image").unwrap();
+        }
+        std::fs::write(top.join("d/z"), "image").unwrap();
+        let whiteout = std::ffi::CString::new(top.join("w").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mknod(whiteout.as_ptr(), libc::S_IFCHR | 0o600, 0) }, 0, "mknod (root?)");
+        let opaque = std::ffi::CString::new(top.join("o").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: NUL-terminated path and name, a buffer of the size given.
+        let set = unsafe {
+            libc::setxattr(opaque.as_ptr(), c"trusted.overlay.opaque".as_ptr(), b"y".as_ptr().cast(), 1, 0)
+        };
+        assert_eq!(set, 0, "setxattr (root?)");
+        for file in ["a", "w", "d/x", "d/z", "o/y", "new"] {
+            std::fs::write(upper.join(file), "agent").unwrap();
+        }
+        let diff = upper_changes(
+            &upper,
+            &[top, bottom],
+            &BTreeMap::new(),
+            WalkLimits::default(),
+            &CancelToken::new().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(listed(&diff), ["M /a", "M /d/x", "M /d/z", "A /new", "A /o/y", "A /w"]);
     }
 
     #[test]
@@ -271,7 +370,7 @@ mod tests {
 
         let cancel = CancelToken::new().unwrap();
         cancel.cancel();
-        let err = upper_changes(&t.upper(), &t.lower(), &BTreeMap::new(), WalkLimits::default(), &cancel);
+        let err = upper_changes(&t.upper(), &[t.lower()], &BTreeMap::new(), WalkLimits::default(), &cancel);
         assert!(err.unwrap_err().to_string().contains("cancelled"));
     }
 }

@@ -136,6 +136,9 @@ impl Backend for SandboxBackend {
     fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
         let mut unmet = Vec::new();
         unmet.extend(self.gpu_host.unmet(needs));
+        if needs.build {
+            unmet.push(crate::backend::unbuildable("sandbox"));
+        }
         if needs.machine {
             unmet.push(Unmet {
                 need: "machine",
@@ -545,7 +548,13 @@ impl Environment for SandboxEnv {
         let keeper = self.keeper.as_ref().ok_or_else(|| EnvError::Phase("environment destroyed".into()))?;
         let upper = keeper.root_path.with_file_name("disk").join("upper");
         let made = self.rootfs().made_by_harness();
-        diff::upper_changes(&upper, &self.image_root, &made, WalkLimits::default(), cancel)
+        diff::upper_changes(
+            &upper,
+            std::slice::from_ref(&self.image_root),
+            &made,
+            WalkLimits::default(),
+            cancel,
+        )
     }
 
     fn destroy(mut self: Box<Self>) -> Result<(), EnvError> {

@@ -97,6 +97,7 @@ impl Backend for SshBackend {
     }
 
     fn unmet(&self, needs: &Needs) -> Vec<Unmet> {
+        let mut unmet = Vec::new();
         let most = self.pools.most_gpus();
         if needs.gpus > most {
             let why = format!(
@@ -104,9 +105,12 @@ impl Backend for SshBackend {
                  [[ssh.pools.hosts]] or on a provisioner's pool in the configuration (docs/backends.md)",
                 needs.gpus
             );
-            return vec![Unmet { need: "gpus", why }];
+            unmet.push(Unmet { need: "gpus", why });
         }
-        Vec::new()
+        if needs.build {
+            unmet.push(crate::backend::unbuildable("ssh"));
+        }
+        unmet
     }
 
     fn prepare_images(

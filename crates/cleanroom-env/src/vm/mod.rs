@@ -185,6 +185,9 @@ impl Backend for VmBackend {
                     .into(),
             });
         }
+        if needs.build {
+            unmet.push(crate::backend::unbuildable("vm"));
+        }
         unmet
     }
 

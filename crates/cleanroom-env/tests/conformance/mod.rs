@@ -142,6 +142,7 @@ pub fn spec() -> EnvSpec {
         gpus: 0,
         gpu_driver: Default::default(),
         allow_unlimited: false,
+        build: None,
     }
 }
 

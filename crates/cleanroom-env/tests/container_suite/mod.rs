@@ -143,3 +143,78 @@ fn a_command_whose_wrapper_the_agent_removed_fails_as_a_command() {
     );
     env.destroy().unwrap();
 }
+
+/// A build context under the system's temporary directory, removed on drop.
+struct Context(std::path::PathBuf);
+
+impl Context {
+    fn new(name: &str, dockerfile: &str) -> Context {
+        let dir = std::env::temp_dir().join(format!("cleanroom-build-test-{}-{name}", std::process::id()));
+        let context = dir.join("environment");
+        std::fs::create_dir_all(&context).unwrap();
+        std::fs::write(context.join("Dockerfile"), dockerfile).unwrap();
+        std::fs::write(context.join("data.txt"), "from the context\n").unwrap();
+        Context(dir)
+    }
+
+    fn spec(&self) -> cleanroom_env::EnvSpec {
+        cleanroom_env::EnvSpec { build: Some(self.0.join("environment")), ..spec() }
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `environment.build`: the Dockerfile builds the environment's image
+/// FROM the imported base, with nothing pulled; commands start with its
+/// `ENV`; what the build made is the image's, so the env-diff lists only
+/// what the environment's own commands change.
+#[test]
+fn a_dockerfile_builds_the_environment_from_the_base_image() {
+    let context = Context::new(
+        "ok",
+        &format!(
+            "FROM cleanroom/{}\nRUN mkdir -p /opt/built && echo built > /opt/built/mark && rm /etc/issue\n\
+             COPY data.txt /opt/built/data.txt\nENV BUILT_BY=dockerfile LANG=C.UTF-8\n",
+            image::DEFAULT_IMAGE
+        ),
+    );
+    let mut env = backend().create(&context.spec()).unwrap();
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(
+        env.as_ref(),
+        "cat /opt/built/mark /opt/built/data.txt; test ! -e /etc/issue && echo gone; echo \"$BUILT_BY $LANG\"",
+    );
+    assert!(status.success(), "{out}");
+    // The image's variables, under the command's own (the suite's PATH).
+    assert_eq!(out, "built\nfrom the context\ngone\ndockerfile C.UTF-8\n");
+    let (status, out) = sh(env.as_ref(), "echo agent > /opt/built/mark && touch /opt/new");
+    assert!(status.success(), "{out}");
+    env.end_phase().unwrap();
+    let diff = env.diff(&cleanroom_env::CancelToken::new().unwrap()).unwrap();
+    let lines: Vec<String> = diff.changes.iter().map(|c| format!("{} {}", c.kind.letter(), c.path)).collect();
+    assert_eq!(lines, ["M /opt/built/mark", "A /opt/new"]);
+    // A phase after the first runs in the same image.
+    env.begin_phase(Network::LoopbackOnly).unwrap();
+    let (status, out) = sh(env.as_ref(), "cat /opt/built/mark");
+    assert_eq!((status.success(), out.as_str()), (true, "agent\n"));
+    env.destroy().unwrap();
+}
+
+/// A build that fails, or names an image the engine has not (nothing is
+/// pulled), is the environment's error, saying why.
+#[test]
+fn a_failed_build_says_why() {
+    let failing = Context::new(
+        "fails",
+        &format!("FROM cleanroom/{}\nRUN echo about to fail && false\n", image::DEFAULT_IMAGE),
+    );
+    let err = backend().create(&failing.spec()).map(drop).unwrap_err().to_string();
+    assert!(err.contains("about to fail"), "{err}");
+    let elsewhere = Context::new("pulls", "FROM registry.invalid/nothing:1\nRUN true\n");
+    let err = backend().create(&elsewhere.spec()).map(drop).unwrap_err().to_string();
+    assert!(err.contains("registry.invalid/nothing"), "{err}");
+}

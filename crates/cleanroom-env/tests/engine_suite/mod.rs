@@ -144,7 +144,7 @@ fn run(container: &Container, script: &str, timeout_ms: Option<u64>, cancel: &Ca
     req.timeout = timeout_ms.map(Duration::from_millis);
     req.grace = Duration::from_millis(300);
     req.output_limit = 1 << 16;
-    exec::run(&engine(), &container.id, &req, cancel).unwrap()
+    exec::run(&engine(), &container.id, &[], &req, cancel).unwrap()
 }
 
 #[test]

@@ -91,6 +91,7 @@ fn fixture(
         gpus: 0,
         gpu_driver: Default::default(),
         allow_unlimited: false,
+        build: None,
     };
     let env = backend.create(&spec).unwrap();
     let root = backend.root_of(env.id());

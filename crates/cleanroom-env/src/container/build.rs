@@ -1,0 +1,111 @@
+//! Images that a task's Dockerfile builds (`environment.build`): built in
+//! the engine from the build context, FROM the base images cleanroom
+//! imported (`cleanroom/<name>`; nothing is pulled), once per state of the
+//! context's files and at most once at a time. A build that failed is not
+//! tried again within the run: every trial of its task ends saying why.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::container::engine::Engine;
+use crate::error::EnvError;
+use crate::image::tree_digest;
+
+/// How long a build may go without a word of output.
+const QUIET_FOR: Duration = Duration::from_secs(30 * 60);
+
+/// A build's outcome, once made: the image's reference, or why there is none.
+type Outcome = Arc<OnceLock<Result<String, String>>>;
+
+#[derive(Default)]
+pub(crate) struct Builds {
+    /// By image reference (named by the context's digest).
+    built: Mutex<HashMap<String, Outcome>>,
+}
+
+impl Builds {
+    /// The reference of the image the Dockerfile in `context` builds,
+    /// built now unless the engine has it.
+    pub(crate) fn image(&self, engine: &Engine, context: &Path) -> Result<String, EnvError> {
+        if !context.join("Dockerfile").is_file() {
+            return Err(EnvError::Image(format!("{} holds no Dockerfile to build", context.display())));
+        }
+        let digest = tree_digest(context)?;
+        let digest = digest.trim_start_matches("sha256:");
+        let reference = format!("cleanroom-build/{}:{}", name_of(context), &digest[..16]);
+        let once = {
+            let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
+            built.entry(reference.clone()).or_default().clone()
+        };
+        let outcome = once.get_or_init(|| {
+            let made = match engine.image_id(&reference) {
+                Ok(Some(_)) => Ok(()),
+                Ok(None) => with_tar_of(context, |tar| engine.build_image(tar, &reference, QUIET_FOR)),
+                Err(e) => Err(e),
+            };
+            made.map(|()| reference.clone()).map_err(|e| e.to_string())
+        });
+        outcome.clone().map_err(EnvError::Image)
+    }
+}
+
+/// The repository name of a build: the task directory's name (the
+/// context's parent), as the engine's names allow.
+fn name_of(context: &Path) -> String {
+    let dir = context.parent().and_then(Path::file_name).map(|n| n.to_string_lossy().to_lowercase());
+    let name: String = dir
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '-' })
+        .collect();
+    let name = name.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if name.is_empty() {
+        "task".to_string()
+    } else {
+        name.chars().take(64).collect()
+    }
+}
+
+/// `consume` given the tar stream of the host directory `root`.
+pub(crate) fn with_tar_of<T>(
+    root: &Path,
+    consume: impl FnOnce(&mut dyn Read) -> Result<T, EnvError>,
+) -> Result<T, EnvError> {
+    let mut tar = Command::new(crate::sandbox::tool("tar"))
+        .arg("-C")
+        .arg(root)
+        .args(["--numeric-owner", "-c", "."])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| EnvError::io("run tar", e))?;
+    let consumed = consume(tar.stdout.as_mut().expect("piped"));
+    // The engine may stop reading early (a failed build): tar must not wait
+    // on a pipe no one reads.
+    drop(tar.stdout.take());
+    let out = tar.wait_with_output().map_err(|e| EnvError::io("run tar", e))?;
+    let consumed = consumed?;
+    if !out.status.success() {
+        return Err(EnvError::Command {
+            program: format!("tar of {}", root.display()),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(consumed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_builds_name_is_its_tasks_as_the_engine_allows() {
+        assert_eq!(name_of(Path::new("/t/wordcount-0a1b/environment")), "wordcount-0a1b");
+        assert_eq!(name_of(Path::new("/t/My Task!/environment")), "my-task");
+        assert_eq!(name_of(Path::new("environment")), "task");
+    }
+}
