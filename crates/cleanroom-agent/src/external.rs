@@ -348,7 +348,7 @@ pub(crate) fn run(
                 return Ok(out);
             }
             run += 1;
-            let instruction = crate::workspace::instruction_text(task);
+            let instruction = task.agent_instruction();
             let exchanges = gateway.exchanges();
             restart = Some(restart::write_files(
                 root,

@@ -14,7 +14,7 @@ mod workspace;
 pub use cleanroom_model::{AppliedGate, GateDecision, GateMechanism, GateMode};
 pub use config::{Config, ConfigError};
 pub use spec::{AgentSpec, SpecError};
-pub use workspace::{agent_environment, instruction_text, populate_workspace, WORKSPACE};
+pub use workspace::{agent_environment, populate_workspace, WORKSPACE};
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

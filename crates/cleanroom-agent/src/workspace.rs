@@ -8,28 +8,6 @@ use cleanroom_task::Task;
 
 pub const WORKSPACE: &str = "/workspace";
 
-/// The instruction as the agent reads it: instruction.md verbatim, then the
-/// public `[experiment]` when the task has one.
-pub fn instruction_text(task: &Task) -> String {
-    let mut text = task.instruction.clone();
-    if let Some(exp) = &task.spec.experiment {
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("\n## Designated experiment\n\n");
-        if let Some(cmd) = &exp.command {
-            text.push_str(&format!("Command, run in `{}`: `{cmd}`\n", task.spec.artifact.dest));
-        }
-        if !exp.outputs.is_empty() {
-            text.push_str("Outputs (relative to the artifact): ");
-            let outs: Vec<String> = exp.outputs.iter().map(|o| format!("`{o}`")).collect();
-            text.push_str(&outs.join(", "));
-            text.push('\n');
-        }
-    }
-    text
-}
-
 /// The agent's process environment: nothing of the host but the proxy
 /// variables, which the environment's network may need.
 pub fn agent_environment() -> Vec<(String, String)> {
@@ -58,7 +36,7 @@ pub fn populate_workspace(env: &dyn Environment, task: &Task, artifact: &Path) -
     let root = env.files();
     root.create_dir_all(WORKSPACE, 0o755).map_err(io(WORKSPACE.into()))?;
     let instruction = format!("{WORKSPACE}/INSTRUCTION.md");
-    root.write_file(&instruction, instruction_text(task).as_bytes(), 0o644).map_err(io(instruction))?;
+    root.write_file(&instruction, task.agent_instruction().as_bytes(), 0o644).map_err(io(instruction))?;
     let dest = &task.spec.artifact.dest;
     root.create_dir_all(dest, 0o755).map_err(io(dest.clone()))?;
     root.copy_tree_in(artifact, dest, &|_| false).map_err(io(format!("copy the artifact to {dest}")))?;

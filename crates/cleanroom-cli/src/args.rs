@@ -151,6 +151,9 @@ pub enum TasksCommand {
     /// Convert a task written for another harness into cleanroom's format,
     /// saying what could not be carried over.
     Import(TasksImportArgs),
+    /// Write a cleanroom task in another harness's format, saying what
+    /// could not be carried over.
+    Export(TasksExportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -165,6 +168,23 @@ pub struct TasksImportArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ImportFormat {
+    /// Harbor's (Terminal-Bench's harness): task.toml, instruction.md,
+    /// environment/Dockerfile, tests/test.sh, solution/solve.sh.
+    Harbor,
+}
+
+#[derive(Debug, Args)]
+pub struct TasksExportArgs {
+    /// The format to write.
+    pub format: ExportFormat,
+    /// The cleanroom task to convert.
+    pub task: PathBuf,
+    /// The new task's directory (it must not exist, or be empty).
+    pub dest: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
     /// Harbor's (Terminal-Bench's harness): task.toml, instruction.md,
     /// environment/Dockerfile, tests/test.sh, solution/solve.sh.
     Harbor,

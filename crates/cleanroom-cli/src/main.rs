@@ -6,6 +6,7 @@ mod calibrate_cmd;
 mod calibrate_edit;
 mod check_cmd;
 mod error;
+mod export_cmd;
 mod image_cmd;
 mod import_cmd;
 mod index_cmd;
@@ -51,6 +52,7 @@ fn main() -> ExitCode {
         Command::Tasks(TasksCommand::Calibrate(a)) => calibrate_cmd::calibrate(a, cli.config.as_deref()),
         Command::Tasks(TasksCommand::New(a)) => new_cmd::new(a),
         Command::Tasks(TasksCommand::Import(a)) => import_cmd::import(a),
+        Command::Tasks(TasksCommand::Export(a)) => export_cmd::export(a),
         Command::Run(a) => run_cmd::run(a, cli.config.as_deref()),
         Command::Report(a) => report_cmd::report(a),
         Command::Index(args::IndexCommand::Rebuild(a)) => index_cmd::rebuild(a),

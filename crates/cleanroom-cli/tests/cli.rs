@@ -325,6 +325,54 @@ fn a_harbor_registry_lists_its_datasets_tasks() {
     );
 }
 
+/// A cleanroom task exported with `tasks export harbor` (onto a directory
+/// that is not empty: refused) loads back as the Harbor task it is and
+/// runs as the task itself does: the oracle passes, nop fails, the
+/// export's checker judging inside the sandbox (its steps, mutation and
+/// checks in the Harbor test's output).
+#[test]
+fn an_exported_task_runs_as_the_task_itself() {
+    let out = temp_out("harbor-export");
+    let task = fixtures("tests/fixtures/harbor-export/column-stats");
+    let exported = out.join("tasks/column-stats-harbor");
+    let export = || cleanroom().args(["tasks", "export", "harbor", &task]).arg(&exported).output().unwrap();
+    let output = export();
+    assert!(output.status.success(), "{}", text(&output));
+    let notes = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        notes.contains("not carried over: verify/checks.toml: check `table 1 read the tree's stats.awk`"),
+        "{notes}"
+    );
+    let again = export();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(
+        text(&again).contains(&format!("{}: exists and is not empty", exported.display())),
+        "{}",
+        text(&again)
+    );
+
+    let exported = exported.display().to_string();
+    let (output, run_dir) = run(
+        &out.join("runs"),
+        &["--tasks", &task, "--tasks", &exported, "--agent", "oracle", "--agent", "nop", "--jobs", "2"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let results = results(&run_dir);
+    assert_eq!(results.len(), 4);
+    assert_oracle_passed_and_nop_failed(&run_dir, &results);
+    for r in results.iter().filter(|r| r["task"] == "column-stats-harbor") {
+        let log = trial_file(&run_dir, r, "verify.log");
+        let said: &[&str] = if r["agent_id"] == "oracle" {
+            &["mutation 1: stats.awk changed", "PASS mutated probe: mean", "== verdict: passed"]
+        } else {
+            &["FAIL mean: expected 4.5 (abs_tol 1e-9), observed missing", "== verdict: failed"]
+        };
+        for line in said {
+            assert!(log.contains(line), "{} on the export: `{line}` not in {log}", r["agent_id"]);
+        }
+    }
+}
+
 /// The oracle and nop on the tasks of a fixture directory, two at once.
 fn oracle_and_nop_on(fixture: &str, engine: Option<&str>) -> (PathBuf, Vec<Value>) {
     let out = temp_out(fixture.rsplit('/').next().unwrap());

@@ -174,6 +174,55 @@ pub enum Comparison {
     Exists,
 }
 
+impl Comparison {
+    /// What the comparison wants, for people (verify.log).
+    pub fn expected_text(&self) -> String {
+        match self {
+            Comparison::Number { expect, abs_tol: None, rel_tol: None } => {
+                format!("{} (exact)", fmt_num(*expect))
+            }
+            Comparison::Number { expect, abs_tol, rel_tol } => {
+                let mut tols = Vec::new();
+                if let Some(a) = abs_tol {
+                    tols.push(format!("abs_tol {}", fmt_num(*a)));
+                }
+                if let Some(r) = rel_tol {
+                    tols.push(format!("rel_tol {}", fmt_num(*r)));
+                }
+                format!("{} ({})", fmt_num(*expect), tols.join(", "))
+            }
+            Comparison::Range { lo, hi } => format!("in [{}, {}]", fmt_num(*lo), fmt_num(*hi)),
+            Comparison::Equals(text) => text.clone(),
+            Comparison::Exists => "a regular file".to_string(),
+        }
+    }
+}
+
+/// A number for people: plain for ordinary magnitudes, with an exponent for
+/// tiny or huge ones (Rust's `{}` writes 1e300 with 300 zeros).
+fn fmt_num(x: f64) -> String {
+    let a = x.abs();
+    if a != 0.0 && a.is_finite() && !(1e-3..1e15).contains(&a) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 fn serialize_regex<S: Serializer>(re: &regex::Regex, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(re.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_shown_readably() {
+        assert_eq!(fmt_num(1.23e-4), "1.23e-4");
+        assert_eq!(fmt_num(0.001), "0.001");
+        assert_eq!(fmt_num(1e300), "1e300");
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(-2.5), "-2.5");
+    }
 }

@@ -98,7 +98,7 @@ fn seconds(item: Option<&Item>) -> Option<u64> {
     item.as_integer().map(|i| i.max(1) as u64).or_else(|| item.as_float().map(|f| f.ceil().max(1.0) as u64))
 }
 
-fn toml_string(text: &str) -> String {
+pub(crate) fn toml_string(text: &str) -> String {
     toml_edit::Value::from(text).to_string().trim().to_string()
 }
 
@@ -356,8 +356,18 @@ fn tree_digest(dir: &Path) -> std::io::Result<String> {
 /// Writes what an import made into `dest`: its trees copied as they are
 /// (modes and links kept), then its files.
 pub fn write(dest: &Path, imported: &Imported) -> std::io::Result<()> {
+    write_parts(dest, &imported.files, &imported.trees)
+}
+
+/// Writes `trees` (from, to) copied as they are (modes and links kept),
+/// then `files` (path, bytes, mode), into `dest`.
+pub(crate) fn write_parts(
+    dest: &Path,
+    files: &[(PathBuf, Vec<u8>, u32)],
+    trees: &[(PathBuf, PathBuf)],
+) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    for (from, to) in &imported.trees {
+    for (from, to) in trees {
         let to = dest.join(to);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;
@@ -373,7 +383,7 @@ pub fn write(dest: &Path, imported: &Imported) -> std::io::Result<()> {
             std::fs::copy(from, &to)?;
         }
     }
-    for (rel, bytes, mode) in &imported.files {
+    for (rel, bytes, mode) in files {
         let path = dest.join(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;

@@ -6,6 +6,7 @@
 //!   `<file>:<line>: <key>: <what is wrong>`.
 //! - `render_list` writes `cleanroom tasks list` in its three formats.
 //! - `materialize_artifact` fills a host directory with the artifact.
+//! - `import_harbor` / `export_harbor` convert from and to Harbor's format.
 
 mod checks;
 mod checks_toml;
@@ -13,10 +14,12 @@ mod controls;
 mod error;
 mod fetch;
 mod harbor;
+mod harbor_export;
 mod harbor_import;
 mod harbor_registry;
 mod list;
 mod load;
+mod perl_regex;
 mod rules;
 mod spec;
 mod task_toml;
@@ -29,6 +32,7 @@ pub use checks::{
 pub use controls::{NegativeControl, Substitute, Substitutes};
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
+pub use harbor_export::{export_harbor, write as write_exported, Exported};
 pub use harbor_import::{import_harbor, write as write_imported, Imported};
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
 pub use load::{dir_name, load_task, load_tasks, Task};

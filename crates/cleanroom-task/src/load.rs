@@ -29,6 +29,28 @@ pub struct Task {
 }
 
 impl Task {
+    /// The instruction as the agent reads it: instruction.md verbatim, then
+    /// the public `[experiment]` when the task has one.
+    pub fn agent_instruction(&self) -> String {
+        let mut text = self.instruction.clone();
+        if let Some(exp) = &self.spec.experiment {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str("\n## Designated experiment\n\n");
+            if let Some(cmd) = &exp.command {
+                text.push_str(&format!("Command, run in `{}`: `{cmd}`\n", self.spec.artifact.dest));
+            }
+            if !exp.outputs.is_empty() {
+                text.push_str("Outputs (relative to the artifact): ");
+                let outs: Vec<String> = exp.outputs.iter().map(|o| format!("`{o}`")).collect();
+                text.push_str(&outs.join(", "));
+                text.push('\n');
+            }
+        }
+        text
+    }
+
     /// verify/: hidden from the agent.
     pub fn verify_dir(&self) -> PathBuf {
         self.dir.join("verify")

@@ -13,7 +13,7 @@ mod verdict;
 use cleanroom_task as task;
 
 pub use changes::{Change, ChangeKind, Changes};
-pub use checks::{evaluate, expected_text, within, CheckResult};
+pub use checks::{evaluate, within, CheckResult};
 pub use outputs::{Output, Outputs, MAX_KEPT_BYTES, MAX_KEPT_FILES};
 pub use pipeline::{protected_paths, run_pipeline, Pipeline, READ_LIMIT, STEP_PATH};
 pub use verdict::{stage_reached, StepResult, StepStatus, Verdict, VerdictStage};

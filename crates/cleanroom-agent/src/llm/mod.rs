@@ -16,7 +16,6 @@ use cleanroom_model::{
 use cleanroom_task::Task;
 use serde_json::{json, Value};
 
-use crate::workspace::instruction_text;
 use crate::{AgentRun, ModelRecord, Stop, AGENT_OUTPUT_LIMIT};
 use gate::Gate;
 
@@ -75,7 +74,7 @@ pub fn run_llm(
     let gateway = Gateway::new(client, Meter::new(budget));
     let session = tools::Session::start(env, settings.last_line.clone())?;
     let mut gate = Gate::new(settings.gate);
-    let instruction = instruction_text(task);
+    let instruction = task.agent_instruction();
     let mut t = Transcript {
         messages: vec![
             json!({"role": "system", "content": SYSTEM_PROMPT}),
