@@ -6,7 +6,7 @@ mod common;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cleanroom_store::index::rusqlite::Connection;
@@ -223,6 +223,7 @@ fn engine_name(engine: &str) -> &'static str {
 /// Harbor's test runs.
 #[test]
 fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
+    let _builds = podman_builds_one_at_a_time();
     let out = temp_out("harbor-import");
     let tasks = out.join("tasks");
     let mut notes = String::new();
@@ -296,6 +297,39 @@ fn harbor_tasks_load_as_they_are() {
     assert_eq!(skipped["outcome"], "skipped", "{skipped}");
     let reason = skipped["skip_reason"].as_str().unwrap_or_default();
     assert!(reason.starts_with("build") && reason.contains("--backend container"), "{reason}");
+}
+
+/// Held by a test that builds images in Podman: Podman 4.3's build cache
+/// fails two builds at once ("container not known").
+fn podman_builds_one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    BUILDS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Harbor itself (PyPI harbor 0.26, through Podman and podman-compose)
+/// and cleanroom give the Harbor fixtures the same verdicts: the oracle
+/// passes and nop fails in both, and on both of cleanroom's backends (the
+/// sandbox skipping the task whose Dockerfile builds its environment);
+/// agents that forge the reward never pass in cleanroom
+/// (scripts/harbor-side-by-side.sh, which exits 1 otherwise).
+#[test]
+fn harbor_itself_gives_the_same_verdicts() {
+    let _builds = podman_builds_one_at_a_time();
+    let output = Command::new("bash")
+        .arg(repo().join("scripts/harbor-side-by-side.sh"))
+        .env("CLEANROOM_BIN", env!("CARGO_BIN_EXE_cleanroom"))
+        .env("DOCKER_HOST", PODMAN_ENGINE)
+        .env("N", "1")
+        .output()
+        .unwrap();
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    for task in ["checksum-json", "fix-script", "wordcount"] {
+        for agent in ["oracle", "nop"] {
+            let row = report.lines().find(|l| l.starts_with(task) && l.contains(&format!(" {agent} ")));
+            assert!(row.is_some_and(|r| r.trim_end().ends_with("yes")), "{task} {agent}: {report}");
+        }
+    }
 }
 
 /// A Harbor registry.json is a list of datasets; `#name@version` picks one.

@@ -79,6 +79,18 @@ impl Layers {
     }
 }
 
+/// How many starts of a container may come up without its root.
+const START_ATTEMPTS: usize = 5;
+
+/// Whether the root of process `pid` is an overlay (a container's, as
+/// every engine the backend drives mounts it), not a bare directory.
+fn root_is_an_overlay(pid: i32) -> bool {
+    let table = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+    // The last mount at "/" is the one seen; its type follows " - ".
+    let root = table.lines().rfind(|l| l.split(' ').nth(4) == Some("/"));
+    root.and_then(|l| l.split_once(" - ")).is_some_and(|(_, fs)| fs.starts_with("overlay "))
+}
+
 /// A started container: its init as this host sees it, its root, and
 /// whether a phase runs in it (and the phase's NAT).
 struct Started {
@@ -124,8 +136,7 @@ impl ContainerEnv {
         started: &'a mut MutexGuard<'_, Option<Started>>,
     ) -> Result<&'a mut Started, EnvError> {
         if started.is_none() {
-            self.engine.start(&self.container)?;
-            let opened = self.local_init().and_then(|pid| {
+            let opened = self.start_with_root().and_then(|pid| {
                 kernel_views::trim(pid, std::process::id() as i32)?;
                 let root = RootFs::open(Path::new(&format!("/proc/{pid}/root")))
                     .map_err(|e| EnvError::io("the container's root", e))?;
@@ -143,6 +154,29 @@ impl ContainerEnv {
             }
         }
         Ok(started.as_mut().expect("started above"))
+    }
+
+    /// Starts the container; its init's pid, once its root is its own
+    /// overlay. Under load Docker (20.10) now and then starts a container
+    /// on the bare directory its root is mounted on (its count of the
+    /// mount's users lags the previous run's end): such a start is ended
+    /// and made again, a few times at most (once or twice was enough in
+    /// every case seen).
+    fn start_with_root(&self) -> Result<i32, EnvError> {
+        for _ in 0..START_ATTEMPTS {
+            self.engine.start(&self.container)?;
+            let pid = self.local_init()?;
+            if root_is_an_overlay(pid) {
+                return Ok(pid);
+            }
+            self.engine.kill(&self.container)?;
+        }
+        Err(EnvError::Phase(format!(
+            "the container engine at {} started the container {} without its root file system, {START_ATTEMPTS} \
+             times",
+            self.engine.socket().display(),
+            self.container
+        )))
     }
 
     /// At the container's first start, nothing but the engine has written
