@@ -7,10 +7,9 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use cleanroom_task::{load_task, materialize_artifact, FetchError, Task};
-use common::{bz2, fixtures, gz, write_task, xz, BASE, CHECK};
+use common::{bz2, fixtures, git, gz, write_task, xz, BASE, CHECK};
 use sha2::{Digest, Sha256};
 
 fn mode(p: &Path) -> u32 {
@@ -359,18 +358,6 @@ fn unsupported_and_corrupt_archives() {
 }
 
 // ---- git ----
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 #[test]
 fn git_source_checks_out_one_commit_without_running_anything() {

@@ -933,17 +933,7 @@ fn a_harbor_registrys_git_tasks_are_fetched_at_their_commit() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     write_harbor_task(&repo.join("tasks/hello"));
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&repo)
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    };
+    let git = |args: &[&str]| common::git(&repo, args);
     git(&["init", "-q", "-b", "main"]);
     git(&["add", "."]);
     git(&["commit", "-q", "-m", "one"]);

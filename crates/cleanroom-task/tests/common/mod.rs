@@ -70,3 +70,16 @@ pub fn xz(bytes: &[u8]) -> Vec<u8> {
     lzma_rs::xz_compress(&mut &bytes[..], &mut out).unwrap();
     out
 }
+
+/// `git -C repo ARGS` as a test user; its output, trimmed.
+pub fn git(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
