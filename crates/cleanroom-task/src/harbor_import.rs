@@ -112,15 +112,16 @@ pub fn import_harbor(src: &Path, id: &str) -> Result<Imported, String> {
     let instruction = read("instruction.md")?;
     let test_sh = read("tests/test.sh")?;
     let mut out = Imported::default();
+    let compose = src.join("environment/docker-compose.yaml").exists();
+    if compose {
+        out.notes.push(
+            "environment/docker-compose.yaml: services beside the task's container are not carried over"
+                .into(),
+        );
+    }
     let dockerfile = match read("environment/Dockerfile") {
         Ok(text) => parse_dockerfile(&text),
-        Err(_) if src.join("environment/docker-compose.yaml").exists() => {
-            out.notes.push(
-                "environment/docker-compose.yaml: services beside the task's container are not carried over"
-                    .into(),
-            );
-            Dockerfile::default()
-        }
+        Err(_) if compose => Dockerfile::default(),
         Err(e) => return Err(e),
     };
     let workdir = dockerfile.workdir.clone().unwrap_or_else(|| "/app".into());
