@@ -173,10 +173,16 @@ fn examples_pass_in_dockers_containers_and_leave_nothing_in_the_engine() {
 }
 
 fn examples_pass_in_containers_of(engine: &str) {
+    // Harbor's images, built meanwhile, would look like the run's.
+    let _images = (engine == PODMAN_ENGINE).then(podman_images_one_test_at_a_time);
     let out = temp_out(&format!("examples-container-{}", engine_name(engine)));
     let images = || -> Vec<String> {
         let all = engine_holds(engine, &["images", "--format", "{{.Repository}}"]);
-        all.into_iter().filter(|r| !r.contains("cleanroom/")).collect()
+        // Cleanroom's caches (base images, built Dockerfiles) stay.
+        let cached = |r: &String| r.contains("cleanroom/") || r.contains("cleanroom-build/");
+        let mut others: Vec<String> = all.into_iter().filter(|r| !cached(r)).collect();
+        others.sort();
+        others
     };
     let (volumes, images_before) = (engine_holds(engine, &["volume", "ls", "-q"]), images());
     let mut command = cleanroom();
@@ -223,7 +229,7 @@ fn engine_name(engine: &str) -> &'static str {
 /// Harbor's test runs.
 #[test]
 fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
-    let _builds = podman_builds_one_at_a_time();
+    let _builds = podman_images_one_test_at_a_time();
     let out = temp_out("harbor-import");
     let tasks = out.join("tasks");
     let mut notes = String::new();
@@ -299,9 +305,9 @@ fn harbor_tasks_load_as_they_are() {
     assert!(reason.starts_with("build") && reason.contains("--backend container"), "{reason}");
 }
 
-/// Held by a test that builds images in Podman: Podman 4.3's build cache
-/// fails two builds at once ("container not known").
-fn podman_builds_one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+/// Held by a test that builds images in Podman (Podman 4.3's build cache
+/// fails two builds at once: "container not known"), or counts them.
+fn podman_images_one_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
     BUILDS.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -314,7 +320,7 @@ fn podman_builds_one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// (scripts/harbor-side-by-side.sh, which exits 1 otherwise).
 #[test]
 fn harbor_itself_gives_the_same_verdicts() {
-    let _builds = podman_builds_one_at_a_time();
+    let _builds = podman_images_one_test_at_a_time();
     let output = Command::new("bash")
         .arg(repo().join("scripts/harbor-side-by-side.sh"))
         .env("CLEANROOM_BIN", env!("CARGO_BIN_EXE_cleanroom"))

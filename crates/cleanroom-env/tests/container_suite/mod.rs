@@ -145,11 +145,15 @@ fn a_command_whose_wrapper_the_agent_removed_fails_as_a_command() {
 }
 
 /// A build context under the system's temporary directory, removed on drop.
+/// Its image is named after `name` alone, so each run of the tests finds the
+/// image the last one built instead of leaving one more in the engine.
 struct Context(std::path::PathBuf);
 
 impl Context {
     fn new(name: &str, dockerfile: &str) -> Context {
-        let dir = std::env::temp_dir().join(format!("cleanroom-build-test-{}-{name}", std::process::id()));
+        let dir = std::env::temp_dir()
+            .join(format!("cleanroom-build-test-{}", std::process::id()))
+            .join(format!("cleanroom-test-build-{name}"));
         let context = dir.join("environment");
         std::fs::create_dir_all(&context).unwrap();
         std::fs::write(context.join("Dockerfile"), dockerfile).unwrap();
@@ -164,7 +168,7 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let _ = std::fs::remove_dir_all(self.0.parent().unwrap_or(&self.0));
     }
 }
 
