@@ -48,7 +48,7 @@
 # pods, networks, volumes of their compose projects, their hb__* images).
 # Needs root (cleanroom's container backend does), Podman, and Podman's
 # API service (`bash scripts/container-engines.sh start`). Installs Harbor
-# (and podman-compose) once into /var/cache/cleanroom/harbor-$VERSION, as
+# (and podman-compose) once into /var/cache/cleanroom/harbor-$HARBOR_VERSION, as
 # scripts/harbor-validator.sh does, from PyPI.
 #
 # Env: N (timing trials per harness, default 3), NV (verdict trials per
@@ -64,9 +64,7 @@
 set -uo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-VERSION=0.26.0
 PODMAN_COMPOSE_VERSION=1.6.0
-venv=/var/cache/cleanroom/harbor-$VERSION
 N=${N:-3}
 NV=${NV:-1}
 JOBS=${JOBS:-1}
@@ -81,6 +79,8 @@ BASE_REPO=cleanroom/debian-12-minimal
 AGENT_NAME=Harbor
 # shellcheck source=../agents/_lib/common.sh
 source "$REPO/agents/_lib/common.sh"   # find_python; it sets -e, undone here
+# shellcheck source=_lib/harbor.sh
+source "$REPO/scripts/_lib/harbor.sh"
 set +e
 log() { echo "harbor-side-by-side.sh: $*" >&2; }
 fail() { log "$*"; exit 2; }
@@ -102,26 +102,9 @@ fi
 [ "${#tasks[@]}" -gt 0 ] || fail "no tasks in $FIXTURES"
 for t in "${tasks[@]}" "$TIMING_TASK"; do [ -f "$FIXTURES/$t/task.toml" ] || fail "no task $t in $FIXTURES"; done
 
-# Harbor (and podman-compose) installed once, as harbor-validator.sh does:
-# one installer at a time, the others wait and find its venv.
-mkdir -p "$(dirname "$venv")"
-exec 9>"$venv.lock"
-flock 9
-if [ ! -f "$venv/.installed" ]; then
-    log "installing harbor $VERSION into $venv"
-    python=$(find_python 3.12 3.13) || exit 2
-    rm -rf "$venv" "$venv.tmp"
-    { env -i PATH=/usr/bin:/bin "$python" -m venv "$venv" >&2 \
-        && "$venv/bin/pip" install -q "harbor==$VERSION" >&2 \
-        && touch "$venv/.installed"; } || fail "installing harbor $VERSION failed"
-fi
-if ! "$venv/bin/podman-compose" --version 2>/dev/null | grep -q "podman-compose version $PODMAN_COMPOSE_VERSION"; then
-    log "installing podman-compose $PODMAN_COMPOSE_VERSION into $venv"
-    "$venv/bin/pip" install -q "podman-compose==$PODMAN_COMPOSE_VERSION" >&2 \
-        || fail "installing podman-compose $PODMAN_COMPOSE_VERSION failed"
-fi
-flock -u 9
-exec 9>&-
+# Harbor and podman-compose, installed once.
+harbor_venv "podman-compose==$PODMAN_COMPOSE_VERSION" || fail "installing harbor $HARBOR_VERSION failed"
+venv=$HARBOR_VENV
 PY=$venv/bin/python
 
 WORK=$(mktemp -d /tmp/cleanroom-harbor-sbs.XXXXXX)
@@ -289,7 +272,7 @@ for t in "${tasks[@]}"; do task_args+=(--task "$t"); done
 agent_args=(--agent oracle --agent nop)
 for a in "${adversaries[@]}"; do agent_args+=(--agent "script:${a#*=}"); done
 
-echo "== Harbor $VERSION (podman-compose $PODMAN_COMPOSE_VERSION, $(podman --version)) and cleanroom ($BIN)," \
+echo "== Harbor $HARBOR_VERSION (podman-compose $PODMAN_COMPOSE_VERSION, $(podman --version)) and cleanroom ($BIN)," \
      "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Podman before: $podman_before"
 

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{DocumentMut, Item};
 
 use crate::fetch::tree::{copy_tree, hex, TreeWriter};
+use crate::placed::made_once;
 
 /// What the import writes, relative to the new task's directory, and what
 /// it could not carry over.
@@ -295,29 +296,13 @@ pub(crate) fn is_harbor_task(dir: &Path) -> bool {
 }
 
 /// The Harbor task at `src` imported as task `id` into a directory of its
-/// own under the system's temporary directory, named by a digest of what
-/// it was made from: loading the same task again finds it made, and two
-/// processes that make it at once agree (each writes a copy of its own and
-/// renames it into place).
+/// own, named by a digest of what it was made from (placed.rs).
 pub(crate) fn imported_copy(src: &Path, id: &str) -> Result<PathBuf, String> {
     let digest = tree_digest(src).map_err(|e| format!("{}: {e}", src.display()))?;
-    let base = std::env::temp_dir().join("cleanroom-harbor");
-    let dest = base.join(format!("{id}-{}", &digest[..16]));
-    if dest.join("task.toml").exists() {
-        return Ok(dest);
-    }
-    let imported = import_harbor(src, id)?;
-    let fresh = base.join(format!(".{id}-{}-{}", std::process::id(), &digest[..16]));
-    let _ = std::fs::remove_dir_all(&fresh);
-    let written = write(&fresh, &imported).map_err(|e| format!("writing {}: {e}", fresh.display()));
-    let placed = written.and_then(|()| match std::fs::rename(&fresh, &dest) {
-        Ok(()) => Ok(()),
-        // Another process placed the same copy first.
-        Err(_) if dest.join("task.toml").exists() => Ok(()),
-        Err(e) => Err(format!("{}: {e}", dest.display())),
-    });
-    let _ = std::fs::remove_dir_all(&fresh);
-    placed.map(|()| dest)
+    made_once(&format!("{id}-{}", &digest[..16]), |fresh| {
+        let imported = import_harbor(src, id)?;
+        write(fresh, &imported).map_err(|e| format!("writing {}: {e}", fresh.display()))
+    })
 }
 
 /// What an imported copy is made by: a change of the import's output

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::LoadError;
 use crate::fetch::{git, tree::hex};
+use crate::placed::made_once;
 use crate::rules::{is_valid_task_id, relative_path_problem};
 
 /// One dataset; its description and metrics are Harbor's to show.
@@ -152,26 +153,12 @@ fn existing(dir: PathBuf) -> Result<PathBuf, (&'static str, String)> {
     }
 }
 
-/// The tree of `commit` of `url`, fetched once into the system's temporary
-/// directory (the bare repository beside it): later loads find it made, and
-/// two processes that fetch it at once agree (each writes a tree of its own
-/// and renames it into place).
+/// The tree of `commit` of `url`, fetched once (placed.rs; the bare
+/// repository beside it).
 fn fetched_tree(url: &str, commit: &str) -> Result<PathBuf, String> {
-    let base = std::env::temp_dir().join("cleanroom-harbor");
     let url_key = hex(&Sha256::digest(url.as_bytes()));
-    let dest = base.join(format!("git-{}-{}", &url_key[..16], &commit[..16]));
-    if dest.is_dir() {
-        return Ok(dest);
-    }
-    let fresh = base.join(format!(".git-{}-{}-{}", &url_key[..16], &commit[..16], std::process::id()));
-    let _ = std::fs::remove_dir_all(&fresh);
-    std::fs::create_dir_all(&fresh).map_err(|e| format!("{}: {e}", fresh.display()))?;
-    let fetched = git::fetch(&base, url, commit, &fresh).map_err(|e| e.to_string());
-    let placed = fetched.and_then(|()| match std::fs::rename(&fresh, &dest) {
-        Ok(()) => Ok(()),
-        Err(_) if dest.is_dir() => Ok(()),
-        Err(e) => Err(format!("{}: {e}", dest.display())),
-    });
-    let _ = std::fs::remove_dir_all(&fresh);
-    placed.map(|()| dest)
+    let cache = std::env::temp_dir().join("cleanroom-harbor");
+    made_once(&format!("git-{}-{}", &url_key[..16], &commit[..16]), |fresh| {
+        git::fetch(&cache, url, commit, fresh).map_err(|e| e.to_string())
+    })
 }

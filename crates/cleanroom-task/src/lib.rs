@@ -20,6 +20,7 @@ mod harbor_registry;
 mod list;
 mod load;
 mod perl_regex;
+mod placed;
 mod rules;
 mod spec;
 mod task_toml;

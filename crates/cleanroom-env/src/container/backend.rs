@@ -165,8 +165,7 @@ impl Backend for ContainerBackend {
             Some(context) => {
                 self.image(&spec.image)?;
                 let built = self.builds.image(&self.engine, context)?;
-                let env = self.engine.image_env(&built)?;
-                (built, env)
+                (built.reference, built.env)
             }
             None => (self.image(&spec.image)?, Vec::new()),
         };

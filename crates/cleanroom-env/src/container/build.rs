@@ -1,12 +1,13 @@
 //! Images that a task's Dockerfile builds (`environment.build`): built in
 //! the engine from the build context, FROM the base images cleanroom
 //! imported (`cleanroom/<name>`; nothing is pulled), once per state of the
-//! context's files and at most once at a time. A build that failed is not
-//! tried again within the run: every trial of its task ends saying why.
+//! context's files (its digest names the image) and at most once at a
+//! time. A build that failed is not tried again within the run: every
+//! trial of its task ends saying why.
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -18,39 +19,48 @@ use crate::image::tree_digest;
 /// How long a build may go without a word of output.
 const QUIET_FOR: Duration = Duration::from_secs(30 * 60);
 
-/// A build's outcome, once made: the image's reference, or why there is none.
-type Outcome = Arc<OnceLock<Result<String, String>>>;
+/// An image a build made: its reference, and the variables it sets.
+#[derive(Clone)]
+pub(crate) struct Built {
+    pub reference: String,
+    pub env: Vec<(String, String)>,
+}
+
+/// A build's outcome, once made: the image, or why there is none.
+type Outcome = Arc<OnceLock<Result<Built, String>>>;
 
 #[derive(Default)]
 pub(crate) struct Builds {
-    /// By image reference (named by the context's digest).
-    built: Mutex<HashMap<String, Outcome>>,
+    /// By build context: each is read, digested and built (or found
+    /// built) once in the backend's life, not at each environment made.
+    built: Mutex<HashMap<PathBuf, Outcome>>,
 }
 
 impl Builds {
-    /// The reference of the image the Dockerfile in `context` builds,
-    /// built now unless the engine has it.
-    pub(crate) fn image(&self, engine: &Engine, context: &Path) -> Result<String, EnvError> {
-        if !context.join("Dockerfile").is_file() {
-            return Err(EnvError::Image(format!("{} holds no Dockerfile to build", context.display())));
-        }
-        let digest = tree_digest(context)?;
-        let digest = digest.trim_start_matches("sha256:");
-        let reference = format!("cleanroom-build/{}:{}", name_of(context), &digest[..16]);
+    /// The image the Dockerfile in `context` builds, built now unless the
+    /// engine has it.
+    pub(crate) fn image(&self, engine: &Engine, context: &Path) -> Result<Built, EnvError> {
         let once = {
             let mut built = self.built.lock().unwrap_or_else(|p| p.into_inner());
-            built.entry(reference.clone()).or_default().clone()
+            built.entry(context.to_path_buf()).or_default().clone()
         };
-        let outcome = once.get_or_init(|| {
-            let made = match engine.image_id(&reference) {
-                Ok(Some(_)) => Ok(()),
-                Ok(None) => with_tar_of(context, |tar| engine.build_image(tar, &reference, QUIET_FOR)),
-                Err(e) => Err(e),
-            };
-            made.map(|()| reference.clone()).map_err(|e| e.to_string())
-        });
+        let outcome = once.get_or_init(|| build(engine, context).map_err(|e| e.to_string()));
         outcome.clone().map_err(EnvError::Image)
     }
+}
+
+fn build(engine: &Engine, context: &Path) -> Result<Built, EnvError> {
+    if !context.join("Dockerfile").is_file() {
+        return Err(EnvError::Image(format!("{} holds no Dockerfile to build", context.display())));
+    }
+    let digest = tree_digest(context)?;
+    let digest = digest.trim_start_matches("sha256:");
+    let reference = format!("cleanroom-build/{}:{}", name_of(context), &digest[..16]);
+    if engine.image_id(&reference)?.is_none() {
+        with_tar_of(context, |tar| engine.build_image(tar, &reference, QUIET_FOR))?;
+    }
+    let env = engine.image_env(&reference)?;
+    Ok(Built { reference, env })
 }
 
 /// The repository name of a build: the task directory's name (the
