@@ -18,15 +18,15 @@ use serde_json::Value;
 fn assert_oracle_passed_and_nop_failed(run_dir: &Path, results: &[Value]) {
     for r in results {
         let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
-        assert_eq!(
-            r["outcome"],
-            expected,
-            "{} on {}: {}",
-            r["agent_id"],
-            r["task"],
-            trial_file(run_dir, r, "verify.log")
-        );
+        assert_eq!(r["outcome"], expected, "{}", why(run_dir, r));
     }
+}
+
+/// What a test failing on trial `r` shows: whose trial, the harness's
+/// error if any, and the verifier's log.
+fn why(run_dir: &Path, r: &Value) -> String {
+    let log = trial_file(run_dir, r, "verify.log");
+    format!("{} on {}: error {}\n{log}", r["agent_id"], r["task"], r["error"])
 }
 
 fn run_config(run_dir: &Path) -> RunConfig {
@@ -117,18 +117,12 @@ fn examples_pass_with_the_oracle_and_fail_with_nop() {
     assert!(tasks >= 3);
     assert_eq!(results.len(), 2 * tasks);
     for r in by_agent(&results, "oracle") {
-        assert_eq!(
-            r["outcome"],
-            "passed",
-            "oracle on {}: {}",
-            r["task"],
-            trial_file(&run_dir, r, "verify.log")
-        );
+        assert_eq!(r["outcome"], "passed", "{}", why(&run_dir, r));
         assert_eq!(r["stage"], "results");
         assert_eq!(r["limits"]["memory"], "enforced");
     }
     for r in by_agent(&results, "nop") {
-        assert_eq!(r["outcome"], "failed", "nop on {}", r["task"]);
+        assert_eq!(r["outcome"], "failed", "{}", why(&run_dir, r));
         assert_eq!(r["class"], "self_stop");
         assert_eq!(r["stop_reason"], "finished");
     }
@@ -194,13 +188,12 @@ fn examples_pass_in_containers_of(engine: &str) {
     let tasks = std::fs::read_dir(repo().join("examples/tasks")).unwrap().count();
     assert_eq!(results.len(), 2 * tasks);
     for r in by_agent(&results, "oracle") {
-        let log = trial_file(&run_dir, r, "verify.log");
-        assert_eq!(r["outcome"], "passed", "oracle on {}: {log}", r["task"]);
+        assert_eq!(r["outcome"], "passed", "{}", why(&run_dir, r));
         assert_eq!(r["limits"]["memory"], "enforced");
         assert_eq!(r["limits"]["disk"], "unenforced");
     }
     for r in by_agent(&results, "nop") {
-        assert_eq!(r["outcome"], "failed", "nop on {}", r["task"]);
+        assert_eq!(r["outcome"], "failed", "{}", why(&run_dir, r));
     }
     let pid = run_pid(&run_dir).expect("the run's pid");
     let labels = engine_holds(engine, &["ps", "-a", "--format", "{{.Labels}}"]);
@@ -277,7 +270,7 @@ fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
     for r in &results {
         let log = trial_file(&run_dir, r, "verify.log");
         let expected = if r["agent_id"] == "oracle" { "passed" } else { "failed" };
-        assert_eq!(r["outcome"], expected, "{} on {}: {log}", r["agent_id"], r["task"]);
+        assert_eq!(r["outcome"], expected, "{}", why(&run_dir, r));
         if expected == "failed" {
             assert!(log.contains("FAIL reward: expected 1 (exact), observed 0"), "{log}");
         }
