@@ -62,6 +62,12 @@ impl Browser {
     }
 
     fn send(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        self.try_send(method, path, body).unwrap_or_else(|(_, message)| panic!("{message}"))
+    }
+
+    /// The command's value, or the WebDriver error's code with a message
+    /// naming the command.
+    fn try_send(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, (String, String)> {
         let url = format!("{}{path}", self.base);
         let mut response = match (method, body) {
             ("POST", body) => self
@@ -75,8 +81,10 @@ impl Browser {
         .expect("chromedriver answers");
         let text = response.body_mut().read_to_string().unwrap();
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        assert!(value["value"]["error"].is_null(), "webdriver {method} {path}: {text}");
-        value.get("value").cloned().unwrap_or(value)
+        if let Some(error) = value["value"]["error"].as_str() {
+            return Err((error.to_string(), format!("webdriver {method} {path}: {text}")));
+        }
+        Ok(value.get("value").cloned().unwrap_or(value))
     }
 
     fn session_path(&self, rest: &str) -> String {
@@ -91,13 +99,19 @@ impl Browser {
         self.send("GET", &self.session_path("/url"), None).as_str().unwrap_or_default().to_string()
     }
 
-    /// The page's visible text.
+    /// The page's visible text. A page that reloads itself can replace its
+    /// body between finding it and reading it: then the new body is read.
     pub fn text(&self) -> String {
-        let body = self.find("body");
-        self.send("GET", &self.session_path(&format!("/element/{body}/text")), None)
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
+        const RELOADS_TOLERATED: usize = 10;
+        for _ in 0..RELOADS_TOLERATED {
+            let body = self.find("body");
+            match self.try_send("GET", &self.session_path(&format!("/element/{body}/text")), None) {
+                Ok(text) => return text.as_str().unwrap_or_default().to_string(),
+                Err((code, _)) if code == "stale element reference" => continue,
+                Err((_, message)) => panic!("{message}"),
+            }
+        }
+        panic!("the page's body went stale {RELOADS_TOLERATED} times in a row");
     }
 
     /// The first element that matches the CSS selector.
