@@ -160,9 +160,11 @@ pub enum TasksCommand {
 pub struct TasksImportArgs {
     /// The format of SRC.
     pub format: ImportFormat,
-    /// The task directory to convert.
+    /// The task directory to convert, or a dataset: a directory of tasks,
+    /// or a Harbor registry.json (`#NAME@VERSION` picks one dataset).
     pub src: PathBuf,
-    /// The new task's directory (it must not exist); its name is the task id.
+    /// The new task's directory (it must not exist); its name is the task
+    /// id. For a dataset, the new directory of its tasks.
     pub dest: PathBuf,
 }
 
@@ -177,9 +179,11 @@ pub enum ImportFormat {
 pub struct TasksExportArgs {
     /// The format to write.
     pub format: ExportFormat,
-    /// The cleanroom task to convert.
+    /// The cleanroom task to convert, or a directory of tasks.
     pub task: PathBuf,
-    /// The new task's directory (it must not exist, or be empty).
+    /// The new task's directory (it must not exist, or be empty). For a
+    /// directory of tasks, the new directory of their exports, each named
+    /// by its task's id.
     pub dest: PathBuf,
 }
 

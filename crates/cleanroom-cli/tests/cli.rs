@@ -225,21 +225,24 @@ fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
     let _builds = podman_images_one_test_at_a_time();
     let out = temp_out("harbor-import");
     let tasks = out.join("tasks");
-    let mut notes = String::new();
-    for task in ["wordcount", "checksum-json", "fix-script"] {
-        let src = fixtures(&format!("tests/fixtures/harbor/{task}"));
-        let dest = tasks.join(task);
-        let import =
-            |dest: &Path| cleanroom().args(["tasks", "import", "harbor", &src]).arg(dest).output().unwrap();
-        let output = import(&dest);
-        assert!(output.status.success(), "{}", text(&output));
-        notes.push_str(&String::from_utf8_lossy(&output.stderr));
-        let again = import(&dest);
-        assert_eq!(again.status.code(), Some(2), "an import onto an existing task: {}", text(&again));
-    }
-    for said in ["builds the environment (its 1 RUN line(s))", "task.domain"] {
+    let import = |src: &str, dest: &Path| {
+        cleanroom().args(["tasks", "import", "harbor", src]).arg(dest).output().unwrap()
+    };
+    // The folder of fixtures is a dataset: one import makes a task of each.
+    let output = import(&fixtures("tests/fixtures/harbor"), &tasks);
+    assert!(output.status.success(), "{}", text(&output));
+    let notes = String::from_utf8_lossy(&output.stderr);
+    for said in [
+        "fix-script: not carried over: environment/Dockerfile builds the environment (its 1 RUN line(s))",
+        "wordcount: not carried over: task.toml: task.domain",
+    ] {
         assert!(notes.contains(said), "`{said}` not said: {notes}");
     }
+    let single = out.join("single/wordcount");
+    let output = import(&fixtures("tests/fixtures/harbor/wordcount"), &single);
+    assert!(output.status.success() && single.join("task.toml").is_file(), "{}", text(&output));
+    let again = import(&fixtures("tests/fixtures/harbor/wordcount"), &tasks.join("wordcount"));
+    assert_eq!(again.status.code(), Some(2), "an import onto an existing task: {}", text(&again));
     let built = std::fs::read_to_string(tasks.join("fix-script/task.toml")).unwrap();
     assert!(
         built.contains("build = \"environment\"")
@@ -356,6 +359,65 @@ fn a_harbor_registry_lists_its_datasets_tasks() {
         "{}",
         text(&unknown)
     );
+}
+
+/// A dataset imports whole or not at all: every task that cannot be
+/// imported is named with why, and nothing is written. A registry's dataset
+/// imports as a folder does, and a folder of cleanroom tasks exports to a
+/// folder of Harbor tasks.
+#[test]
+fn datasets_import_and_export_whole_or_not_at_all() {
+    let out = temp_out("harbor-datasets");
+    let mixed = out.join("mixed");
+    let copy = |from: &str, to: &Path| {
+        let status = Command::new("cp").arg("-r").arg(fixtures(from)).arg(to).status().unwrap();
+        assert!(status.success());
+    };
+    std::fs::create_dir_all(&mixed).unwrap();
+    copy("tests/fixtures/harbor/wordcount", &mixed.join("wordcount"));
+    copy("tests/fixtures/harbor/wordcount", &mixed.join("broken"));
+    std::fs::remove_file(mixed.join("broken/instruction.md")).unwrap();
+    copy("tests/fixtures/harbor-export/column-stats", &mixed.join("column-stats"));
+    let imported = out.join("imported");
+    let output = cleanroom().args(["tasks", "import", "harbor"]).arg(&mixed).arg(&imported).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    for said in [
+        "2 of the dataset's 3 tasks cannot be imported, so none was",
+        "mixed/broken/instruction.md: No such file or directory",
+        "mixed/column-stats: not a Harbor task",
+    ] {
+        assert!(text(&output).contains(said), "`{said}` not said: {}", text(&output));
+    }
+    assert!(!imported.exists(), "a refused dataset left {}", imported.display());
+
+    let registry = fixtures("tests/fixtures/harbor/registry.json#cleanroom-fixtures@0.1");
+    let output = cleanroom().args(["tasks", "import", "harbor", &registry]).arg(&imported).output().unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let names: Vec<String> = std::fs::read_dir(&imported)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["wordcount"]);
+    let check = cleanroom().args(["tasks", "check", "--no-run"]).arg(&imported).output().unwrap();
+    assert!(check.status.success(), "{}", text(&check));
+
+    let exported = out.join("exported");
+    let output = cleanroom()
+        .args(["tasks", "export", "harbor", &fixtures("tests/fixtures/harbor-export")])
+        .arg(&exported)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("column-stats: not carried over: verify.network"),
+        "{}",
+        text(&output)
+    );
+    for harbor_file in
+        ["task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh"]
+    {
+        assert!(exported.join("column-stats").join(harbor_file).is_file(), "no {harbor_file}");
+    }
 }
 
 /// A cleanroom task exported with `tasks export harbor` (onto a directory

@@ -287,7 +287,7 @@ pub fn import_harbor(src: &Path, id: &str) -> Result<Imported, String> {
 /// Whether `dir` is a Harbor task: tests/test.sh, no verify/checks.toml,
 /// and a task.toml without cleanroom's `schema_version` (a cleanroom task
 /// that lacks its checks is told what it lacks instead).
-pub(crate) fn is_harbor_task(dir: &Path) -> bool {
+pub fn is_harbor_task(dir: &Path) -> bool {
     let harbor_toml = std::fs::read_to_string(dir.join("task.toml"))
         .ok()
         .and_then(|text| text.parse::<DocumentMut>().ok())

@@ -32,8 +32,10 @@ struct RegistryTask {
     path: PathBuf,
 }
 
-/// One task that a registry names: its id and the directory that holds it.
-pub(crate) struct ListedTask {
+/// One task that a path names (a registry's, or a directory's): its id and
+/// the directory that holds it.
+#[derive(Debug, Clone)]
+pub struct ListedTask {
     pub id: String,
     pub dir: PathBuf,
 }

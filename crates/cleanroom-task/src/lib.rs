@@ -34,9 +34,10 @@ pub use controls::{NegativeControl, Substitute, Substitutes};
 pub use error::{LoadError, LoadErrors};
 pub use fetch::{materialize_artifact, materialize_artifact_with, ArtifactRecord, FetchError, FetchOptions};
 pub use harbor_export::{export_harbor, write as write_exported, Exported};
-pub use harbor_import::{import_harbor, write as write_imported, Imported};
+pub use harbor_import::{import_harbor, is_harbor_task, write as write_imported, Imported};
+pub use harbor_registry::ListedTask;
 pub use list::{render_list, ListEntry, ListFormat, CSV_COLUMNS};
-pub use load::{dir_name, load_task, load_tasks, Task};
+pub use load::{dir_name, listed_tasks, load_task, load_tasks, Task};
 pub use rules::{build_globset, compile_glob, is_valid_task_id, parse_requirement};
 pub use spec::{
     AgentSpec, Artifact, ArtifactSource, Difficulty, Domain, Environment, Experiment, GpuDriver, Oracle,

@@ -92,13 +92,7 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<Task>, LoadErrors> {
     let mut errors = Vec::new();
     let mut tasks = Vec::new();
     for path in paths {
-        let listed = if harbor_registry::is_registry(path) {
-            harbor_registry::registry_tasks(path)
-        } else {
-            task_dirs(path)
-                .map(|dirs| dirs.into_iter().map(|dir| ListedTask { id: dir_name(&dir), dir }).collect())
-        };
-        let listed = match listed {
+        let listed = match listed_tasks(path) {
             Ok(listed) => listed,
             Err(e) => {
                 errors.push(e);
@@ -140,6 +134,17 @@ pub fn load_tasks(paths: &[PathBuf]) -> Result<Vec<Task>, LoadErrors> {
     } else {
         Err(LoadErrors(errors))
     }
+}
+
+/// The tasks that `path` stands for, each with its id, not yet loaded: the
+/// task in `path`, the tasks of a Harbor registry's datasets, or those in
+/// the immediate subdirectories of `path`.
+pub fn listed_tasks(path: &Path) -> Result<Vec<ListedTask>, LoadError> {
+    if harbor_registry::is_registry(path) {
+        return harbor_registry::registry_tasks(path);
+    }
+    let dirs = task_dirs(path)?;
+    Ok(dirs.into_iter().map(|dir| ListedTask { id: dir_name(&dir), dir }).collect())
 }
 
 /// The task directories that `path` stands for.
