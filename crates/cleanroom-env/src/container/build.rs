@@ -12,12 +12,15 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::container::engine::Engine;
+use crate::container::engine::{a_build_step_did_not_start, Engine};
 use crate::error::EnvError;
 use crate::image::tree_digest;
 
 /// How long a build may go without a word of output.
 const QUIET_FOR: Duration = Duration::from_secs(30 * 60);
+
+/// How many times a build is tried whose step the engine could not start.
+const BUILD_ATTEMPTS: usize = 3;
 
 /// An image a build made: its reference, and the variables it sets.
 #[derive(Clone)]
@@ -57,10 +60,28 @@ fn build(engine: &Engine, context: &Path) -> Result<Built, EnvError> {
     let digest = digest.trim_start_matches("sha256:");
     let reference = format!("cleanroom-build/{}:{}", name_of(context), &digest[..16]);
     if engine.image_id(&reference)?.is_none() {
-        with_tar_of(context, |tar| engine.build_image(tar, &reference, QUIET_FOR))?;
+        build_image(engine, context, &reference)?;
     }
     let env = engine.image_env(&reference)?;
     Ok(Built { reference, env })
+}
+
+/// Builds `reference` from `context`. Under load Docker 20.10 now and then
+/// starts a step's container on the bare directory its root is mounted on
+/// ("stat /bin/sh: no such file or directory"), as it does a restarted
+/// container (environment.rs): such a build is tried again, a few times at
+/// most. A step whose command fails is the Dockerfile's, and ends it.
+fn build_image(engine: &Engine, context: &Path, reference: &str) -> Result<(), EnvError> {
+    let mut attempt = 1;
+    loop {
+        match with_tar_of(context, |tar| engine.build_image(tar, reference, QUIET_FOR)) {
+            Err(e) if a_build_step_did_not_start(&e) && attempt < BUILD_ATTEMPTS => attempt += 1,
+            Err(EnvError::Image(why)) if attempt > 1 => {
+                return Err(EnvError::Image(format!("{why}\n(the build was tried {attempt} times)")))
+            }
+            done => return done,
+        }
+    }
 }
 
 /// The repository name of a build: the task directory's name (the

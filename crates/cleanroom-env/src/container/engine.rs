@@ -23,6 +23,9 @@ const ANSWER_LIMIT: usize = 8 << 20;
 /// How much of a build's output an error keeps: its end.
 const BUILD_OUTPUT_KEPT: usize = 4096;
 
+/// What separates a failed build's error from the end of its output.
+const BUILD_OUTPUT_FOLLOWS: &str = "; the build's output ended:\n";
+
 /// Where the engine listens when nothing says otherwise: Docker's socket,
 /// Podman's (root's, then the user's), Docker Desktop's.
 fn default_sockets() -> Vec<PathBuf> {
@@ -207,7 +210,7 @@ impl Engine {
             }
             if let Some(error) = value["error"].as_str() {
                 return Err(EnvError::Image(format!(
-                    "building {reference}: {}; the build's output ended:\n{}",
+                    "building {reference}: {}{BUILD_OUTPUT_FOLLOWS}{}",
                     error.trim(),
                     output.text()
                 )));
@@ -215,7 +218,7 @@ impl Engine {
         }
         if self.image_id(reference)?.is_none() {
             return Err(EnvError::Image(format!(
-                "building {reference}: the engine made no image; the build's output ended:\n{}",
+                "building {reference}: the engine made no image{BUILD_OUTPUT_FOLLOWS}{}",
                 output.text()
             )));
         }
@@ -351,6 +354,16 @@ impl Engine {
     }
 }
 
+/// Whether `error`, a build's failure from [`Engine::build_image`], is the
+/// runtime's failure to start one of its steps' containers rather than a
+/// step's command failing: only the engine's error is read, not what the
+/// build's commands printed.
+pub(crate) fn a_build_step_did_not_start(error: &EnvError) -> bool {
+    let EnvError::Image(message) = error else { return false };
+    let error = message.split_once(BUILD_OUTPUT_FOLLOWS).map_or(message.as_str(), |(error, _)| error);
+    error.contains("OCI runtime create failed")
+}
+
 /// `value` escaped for a query string.
 fn query(value: &str) -> String {
     let mut out = String::new();
@@ -392,5 +405,28 @@ impl Tail {
             cut += 1;
         }
         self.text[cut..].trim_end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed_build(error: &str, output: &str) -> EnvError {
+        EnvError::Image(format!("building b:1: {error}{BUILD_OUTPUT_FOLLOWS}{output}"))
+    }
+
+    #[test]
+    fn only_the_engines_own_error_says_a_build_step_did_not_start() {
+        let not_started = "failed to create shim task: OCI runtime create failed: runc create failed: \
+                           unable to start container process: exec: \"/bin/sh\": stat /bin/sh: no such file \
+                           or directory: unknown";
+        assert!(a_build_step_did_not_start(&failed_build(not_started, "Step 1/4 : FROM x")));
+        let command_failed = "The command '/bin/sh -c false' returned a non-zero code: 1";
+        assert!(!a_build_step_did_not_start(&failed_build(command_failed, "Step 2/2 : RUN false")));
+        // What a step printed is not the engine's word.
+        let printed = "echo OCI runtime create failed";
+        assert!(!a_build_step_did_not_start(&failed_build(command_failed, printed)));
+        assert!(!a_build_step_did_not_start(&EnvError::Phase(not_started.into())));
     }
 }

@@ -221,4 +221,15 @@ fn a_failed_build_says_why() {
     let elsewhere = Context::new("pulls", "FROM registry.invalid/nothing:1\nRUN true\n");
     let err = backend().create(&elsewhere.spec()).map(drop).unwrap_err().to_string();
     assert!(err.contains("registry.invalid/nothing"), "{err}");
+    // A step whose container the runtime cannot start is tried again where
+    // the engine says so (Docker's glitch looks the same; build.rs), then
+    // is the environment's error.
+    let unstartable = Context::new(
+        "unstartable",
+        &format!("FROM cleanroom/{}\nRUN [\"/no/such/program\"]\n", image::DEFAULT_IMAGE),
+    );
+    let err = backend().create(&unstartable.spec()).map(drop).unwrap_err().to_string();
+    assert!(err.contains("/no/such/program"), "{err}");
+    let kind = engine().version().unwrap().kind;
+    assert_eq!(err.contains("the build was tried 3 times"), kind == "docker", "{kind}: {err}");
 }
