@@ -34,7 +34,7 @@ struct RegistryTask {
 
 /// One task that a path names (a registry's, or a directory's): its id and
 /// the directory that holds it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ListedTask {
     pub id: String,
     pub dir: PathBuf,

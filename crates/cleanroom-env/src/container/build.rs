@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::container::engine::{a_build_step_did_not_start, Engine};
+use crate::container::engine::Engine;
 use crate::error::EnvError;
 use crate::image::tree_digest;
 
@@ -74,8 +74,15 @@ fn build(engine: &Engine, context: &Path) -> Result<Built, EnvError> {
 fn build_image(engine: &Engine, context: &Path, reference: &str) -> Result<(), EnvError> {
     let mut attempt = 1;
     loop {
-        match with_tar_of(context, |tar| engine.build_image(tar, reference, QUIET_FOR)) {
-            Err(e) if a_build_step_did_not_start(&e) && attempt < BUILD_ATTEMPTS => attempt += 1,
+        let mut step_did_not_start = false;
+        let built = with_tar_of(context, |tar| {
+            engine.build_image(tar, reference, QUIET_FOR).map_err(|failed| {
+                step_did_not_start = failed.step_did_not_start;
+                failed.error
+            })
+        });
+        match built {
+            Err(_) if step_did_not_start && attempt < BUILD_ATTEMPTS => attempt += 1,
             Err(EnvError::Image(why)) if attempt > 1 => {
                 return Err(EnvError::Image(format!("{why}\n(the build was tried {attempt} times)")))
             }

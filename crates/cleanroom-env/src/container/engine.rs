@@ -23,9 +23,6 @@ const ANSWER_LIMIT: usize = 8 << 20;
 /// How much of a build's output an error keeps: its end.
 const BUILD_OUTPUT_KEPT: usize = 4096;
 
-/// What separates a failed build's error from the end of its output.
-const BUILD_OUTPUT_FOLLOWS: &str = "; the build's output ended:\n";
-
 /// Where the engine listens when nothing says otherwise: Docker's socket,
 /// Podman's (root's, then the user's), Docker Desktop's.
 fn default_sockets() -> Vec<PathBuf> {
@@ -49,6 +46,20 @@ pub struct EngineVersion {
 
 pub struct Engine {
     socket: PathBuf,
+}
+
+/// A build that made no image: why, and whether the engine's own error was
+/// that the runtime could not start one of its steps' containers (not that
+/// a step's command failed).
+pub struct BuildFailed {
+    pub error: EnvError,
+    pub step_did_not_start: bool,
+}
+
+impl From<EnvError> for BuildFailed {
+    fn from(error: EnvError) -> Self {
+        BuildFailed { error, step_did_not_start: false }
+    }
 }
 
 /// An exec's standard streams, hijacked from its start call: write its
@@ -198,7 +209,7 @@ impl Engine {
         context: &mut dyn Read,
         reference: &str,
         quiet_for: Duration,
-    ) -> Result<(), EnvError> {
+    ) -> Result<(), BuildFailed> {
         let path = format!("/build?t={}&rm=1&forcerm=1&pull=0", query(reference));
         let response = self.send_within("POST", &path, Body::Tar(context), false, quiet_for)?;
         // A stream of JSON objects: the build's output, then an error or not.
@@ -209,18 +220,22 @@ impl Engine {
                 output.push(text);
             }
             if let Some(error) = value["error"].as_str() {
-                return Err(EnvError::Image(format!(
-                    "building {reference}: {}{BUILD_OUTPUT_FOLLOWS}{}",
-                    error.trim(),
-                    output.text()
-                )));
+                return Err(BuildFailed {
+                    error: EnvError::Image(format!(
+                        "building {reference}: {}; the build's output ended:\n{}",
+                        error.trim(),
+                        output.text()
+                    )),
+                    step_did_not_start: a_step_did_not_start(error),
+                });
             }
         }
         if self.image_id(reference)?.is_none() {
             return Err(EnvError::Image(format!(
-                "building {reference}: the engine made no image{BUILD_OUTPUT_FOLLOWS}{}",
+                "building {reference}: the engine made no image; the build's output ended:\n{}",
                 output.text()
-            )));
+            ))
+            .into());
         }
         Ok(())
     }
@@ -354,14 +369,11 @@ impl Engine {
     }
 }
 
-/// Whether `error`, a build's failure from [`Engine::build_image`], is the
+/// Whether `engine_error`, a failed build's error from the engine, is the
 /// runtime's failure to start one of its steps' containers rather than a
-/// step's command failing: only the engine's error is read, not what the
-/// build's commands printed.
-pub(crate) fn a_build_step_did_not_start(error: &EnvError) -> bool {
-    let EnvError::Image(message) = error else { return false };
-    let error = message.split_once(BUILD_OUTPUT_FOLLOWS).map_or(message.as_str(), |(error, _)| error);
-    error.contains("OCI runtime create failed")
+/// step's command failing.
+fn a_step_did_not_start(engine_error: &str) -> bool {
+    engine_error.contains("OCI runtime create failed")
 }
 
 /// `value` escaped for a query string.
@@ -412,21 +424,12 @@ impl Tail {
 mod tests {
     use super::*;
 
-    fn failed_build(error: &str, output: &str) -> EnvError {
-        EnvError::Image(format!("building b:1: {error}{BUILD_OUTPUT_FOLLOWS}{output}"))
-    }
-
     #[test]
-    fn only_the_engines_own_error_says_a_build_step_did_not_start() {
+    fn only_the_runtimes_failure_says_a_build_step_did_not_start() {
         let not_started = "failed to create shim task: OCI runtime create failed: runc create failed: \
                            unable to start container process: exec: \"/bin/sh\": stat /bin/sh: no such file \
                            or directory: unknown";
-        assert!(a_build_step_did_not_start(&failed_build(not_started, "Step 1/4 : FROM x")));
-        let command_failed = "The command '/bin/sh -c false' returned a non-zero code: 1";
-        assert!(!a_build_step_did_not_start(&failed_build(command_failed, "Step 2/2 : RUN false")));
-        // What a step printed is not the engine's word.
-        let printed = "echo OCI runtime create failed";
-        assert!(!a_build_step_did_not_start(&failed_build(command_failed, printed)));
-        assert!(!a_build_step_did_not_start(&EnvError::Phase(not_started.into())));
+        assert!(a_step_did_not_start(not_started));
+        assert!(!a_step_did_not_start("The command '/bin/sh -c false' returned a non-zero code: 1"));
     }
 }
