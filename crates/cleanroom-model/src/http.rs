@@ -24,6 +24,9 @@ pub struct Request {
     /// The request target without its query string: a path, or an
     /// absolute URL when the client takes the server for a proxy.
     pub path: String,
+    /// HTTP/1.0, whose connections close after one answer unless the
+    /// client asks to keep them (RFC 9112, 9.3).
+    http_1_0: bool,
     headers: Vec<(String, String)>,
     /// Empty until [`read_body`] has read it.
     pub body: Vec<u8>,
@@ -35,8 +38,16 @@ impl Request {
         self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
+    /// Whether the connection ends with this request's answer: the client
+    /// said `close`, or spoke HTTP/1.0 without asking for `keep-alive`
+    /// (an HTTP/1.0 client reading to the end of the answer would wait
+    /// out the idle timeout otherwise).
     pub fn wants_close(&self) -> bool {
-        self.header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"))
+        let says = |option: &str| {
+            self.header("connection")
+                .is_some_and(|c| c.split(',').any(|o| o.trim().eq_ignore_ascii_case(option)))
+        };
+        says("close") || (self.http_1_0 && !says("keep-alive"))
     }
 }
 
@@ -89,6 +100,7 @@ pub fn read_head(reader: &mut impl BufRead) -> Result<Option<Request>, ReadError
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return Err(ReadError::Malformed("malformed request line"));
     };
+    let http_1_0 = parts.next() == Some("HTTP/1.0");
     let path = target.split('?').next().unwrap_or_default().to_string();
     let method = method.to_string();
     let mut headers = Vec::new();
@@ -107,7 +119,7 @@ pub fn read_head(reader: &mut impl BufRead) -> Result<Option<Request>, ReadError
         let (k, v) = h.split_once(':').ok_or(ReadError::Malformed("malformed header"))?;
         headers.push((k.trim().to_string(), v.trim().to_string()));
     }
-    Ok(Some(Request { method, path, headers, body: Vec::new() }))
+    Ok(Some(Request { method, path, http_1_0, headers, body: Vec::new() }))
 }
 
 /// Reads the body that `request`'s headers announce, after checking its

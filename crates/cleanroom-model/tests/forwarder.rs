@@ -40,6 +40,32 @@ fn requests_on_one_kept_alive_connection_are_served_in_turn() {
     assert!(chat.body.contains(common::ANSWER), "{chat:?}");
 }
 
+/// An HTTP/1.0 client that reads its answer to the end gets it with the
+/// connection closed, not after the idle timeout; one that asks to keep
+/// the connection, or speaks HTTP/1.1, keeps it.
+#[test]
+fn an_http_1_0_answer_ends_with_its_connection_unless_kept() {
+    let f = forwarder(Limits { idle_timeout: Duration::from_secs(600), ..Limits::default() }, Duration::ZERO);
+    let http_1_0 = models_request().replacen("HTTP/1.1", "HTTP/1.0", 1);
+    let mut conn = connect(f.addr, Duration::from_secs(20));
+    conn.write_all(http_1_0.as_bytes()).unwrap();
+    let mut all = String::new();
+    conn.read_to_string(&mut all).expect("the connection closed after the answer");
+    assert!(all.starts_with("HTTP/1.1 200 ") && all.contains("connection: close\r\n"), "{all}");
+    assert!(all.contains("agent-model"), "{all}");
+
+    let kept = http_1_0.replacen("\r\n", "\r\nconnection: keep-alive\r\n", 1);
+    for request in [kept, models_request()] {
+        let mut conn = connect(f.addr, Duration::from_secs(20));
+        conn.write_all(format!("{request}{request}").as_bytes()).unwrap();
+        let mut reader = BufReader::new(conn);
+        for turn in ["first", "second"] {
+            let answer = read_answer(&mut reader).unwrap_or_else(|| panic!("the {turn} answer to {request}"));
+            assert_eq!(answer.status, 200, "{answer:?}");
+        }
+    }
+}
+
 #[test]
 fn a_wrong_token_is_refused_from_the_headers_without_the_body_being_read() {
     let f = forwarder(Limits::default(), Duration::ZERO);
