@@ -11,6 +11,9 @@ if [ "$(id -u)" != 0 ]; then
   echo "rootless-user.sh: run as root (it may add a user)" >&2
   exit 2
 fi
+# Test processes run this at once (one process a test): one at a time.
+exec 9>/run/lock/cleanroom-rootless-user.lock
+flock 9
 if ! id "$name" >/dev/null 2>&1; then
   useradd --create-home --shell /bin/bash "$name"
 fi

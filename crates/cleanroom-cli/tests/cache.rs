@@ -118,7 +118,6 @@ fn a_host_downloads_through_the_cache() {
 }
 
 fn downloads_through_the_cache_on(backend: &str) {
-    let _alone = alone_if_emulated(backend);
     let out = temp_out(&format!("cache-{backend}"));
     let cache = out.join("packages");
     let agent = format!("script:{}", fixtures("tests/fixtures/agents/fetch-through-cache.sh"));

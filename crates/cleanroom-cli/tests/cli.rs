@@ -167,8 +167,6 @@ fn examples_pass_in_dockers_containers_and_leave_nothing_in_the_engine() {
 }
 
 fn examples_pass_in_containers_of(engine: &str) {
-    // Harbor's images, built meanwhile, would look like the run's.
-    let _images = (engine == PODMAN_ENGINE).then(podman_images_one_test_at_a_time);
     let out = temp_out(&format!("examples-container-{}", engine_name(engine)));
     let images = || -> Vec<String> {
         let all = engine_holds(engine, &["images", "--format", "{{.Repository}}"]);
@@ -222,7 +220,6 @@ fn engine_name(engine: &str) -> &'static str {
 /// Harbor's test runs.
 #[test]
 fn harbor_tasks_import_and_their_planted_rewards_count_for_nothing() {
-    let _builds = podman_images_one_test_at_a_time();
     let out = temp_out("harbor-import");
     let tasks = out.join("tasks");
     let import = |src: &str, dest: &Path| {
@@ -301,13 +298,6 @@ fn harbor_tasks_load_as_they_are() {
     assert!(reason.starts_with("build") && reason.contains("--backend container"), "{reason}");
 }
 
-/// Held by a test that builds images in Podman (Podman 4.3's build cache
-/// fails two builds at once: "container not known"), or counts them.
-fn podman_images_one_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    BUILDS.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Harbor itself (PyPI harbor 0.26, through Podman and podman-compose)
 /// and cleanroom give the Harbor fixtures the same verdicts: the oracle
 /// passes and nop fails in both, and on both of cleanroom's backends (the
@@ -316,7 +306,6 @@ fn podman_images_one_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// (scripts/harbor-side-by-side.sh, which exits 1 otherwise).
 #[test]
 fn harbor_itself_gives_the_same_verdicts() {
-    let _builds = podman_images_one_test_at_a_time();
     let output = Command::new("bash")
         .arg(repo().join("scripts/harbor-side-by-side.sh"))
         .env("CLEANROOM_BIN", env!("CARGO_BIN_EXE_cleanroom"))
@@ -611,7 +600,6 @@ fn adversarial_agents_never_pass_on(target: &str, agents: &[&str], user: Option<
         "container-docker" => ("container", Some(DOCKER_ENGINE)),
         backend => (backend, None),
     };
-    let _alone = alone_if_emulated(backend);
     let fixture = |rel: &str| match user {
         Some(user) => user.copy_in(&repo().join(rel)).display().to_string(),
         None => fixtures(rel),

@@ -2,7 +2,7 @@
 //! `scripts/slurm-local.sh start` (slurmctld and two slurmd on this
 //! machine, from Debian's packages; CI's .ci/run starts it). Each test
 //! runs a whole `cleanroom run --executor slurm` and reads what it left,
-//! as a user would; one test at a time, since one of them kills a node.
+//! as a user would.
 //! They submit as the ordinary user `cleanroom-test`, whose trials run in
 //! the rootless sandbox on the nodes; the examples are run by root too.
 
@@ -10,24 +10,20 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
 use serde_json::Value;
 
-/// One test at a time on the cluster.
-static CLUSTER: Mutex<()> = Mutex::new(());
-
-fn cluster() -> std::sync::MutexGuard<'static, ()> {
-    let held = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+/// The cluster is up, or the test says how to start it. Its tests run one at
+/// a time (the slurm-cluster group of .config/nextest.toml).
+fn cluster_is_up() {
     let sinfo = Command::new("sinfo").args(["-h", "-o", "%T"]).output();
     let states = sinfo.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
     assert!(
         states.lines().any(|s| s.trim() == "idle"),
         "no idle Slurm node ({states:?}): start the local cluster (scripts/slurm-local.sh start)"
     );
-    held
 }
 
 /// An agent that waits long enough for a test to act during its phase.
@@ -154,7 +150,7 @@ impl Drop for Revive {
 /// node.
 #[test]
 fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
-    let _cluster = cluster();
+    cluster_is_up();
     for submitter in [ROOT, ordinary_user()] {
         let out = submitter.out("slurm-examples");
         let output =
@@ -193,7 +189,7 @@ fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
 /// it ends with exactly one result.
 #[test]
 fn a_node_that_dies_mid_trial_is_retried_elsewhere() {
-    let _cluster = cluster();
+    cluster_is_up();
     let out = ordinary_user().out("slurm-node-dies");
     let slow = slow_agent(&out);
     let run = ordinary_user().run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "oracle"]);
@@ -227,7 +223,7 @@ fn a_node_that_dies_mid_trial_is_retried_elsewhere() {
 /// what they reported and waits for the rest, submitting nothing again.
 #[test]
 fn a_killed_submitter_is_resumed_without_submitting_again() {
-    let _cluster = cluster();
+    cluster_is_up();
     let user = ordinary_user();
     let out = user.out("slurm-resume");
     let slow = slow_agent(&out);
@@ -268,7 +264,7 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
 /// Ctrl-C ends the run's jobs with it.
 #[test]
 fn an_interrupted_run_cancels_its_jobs() {
-    let _cluster = cluster();
+    cluster_is_up();
     let out = ordinary_user().out("slurm-interrupt");
     let slow = slow_agent(&out);
     let run = ordinary_user().run(&out, &["--task", "fd-anharmonic", "--agent", &slow]);

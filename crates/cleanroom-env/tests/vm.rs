@@ -9,14 +9,14 @@
 mod conformance;
 
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use cleanroom_env::vm::{BootFrom, VmBackend};
 use cleanroom_env::{
-    image, AccessWatch, Backend, CancelToken, EnvDiff, EnvError, EnvSpec, Environment, ExecOutcome,
-    ExecRequest, ExitStatus, Files, GpuDriver, HostMount, Limits, Needs, Network, PhaseOptions,
+    image, Backend, CancelToken, EnvError, EnvSpec, Environment, ExitStatus, GpuDriver, HostMount, Needs,
+    Network, PhaseOptions,
 };
-use conformance::{host_processes_with, processes_inside, sh, spec, Creating};
+use conformance::{host_processes_with, processes_inside, sh, spec};
 
 /// One home for every run of the suite: a dead run's machines are swept,
 /// the initramfs archives are pruned, so it does not grow run by run.
@@ -26,95 +26,19 @@ fn home() -> PathBuf {
     dir
 }
 
-/// The backend, with one machine per host core at most: a machine's CPUs
-/// share one QEMU thread under TCG (qemu.rs), and machines beyond the
-/// host's cores would starve each other's boot; the suite tests the
-/// backend, not the host's capacity.
-fn backend() -> &'static Creating<VmBackend> {
-    static BACKEND: OnceLock<Creating<VmBackend>> = OnceLock::new();
+/// The backend of this test process. How many machines run at once across
+/// the suite is the test runner's to bound (the emulated-machines group of
+/// .config/nextest.toml): under TCG a machine's CPUs share one QEMU thread
+/// (qemu.rs), and machines beyond the host's cores starve each other's boot.
+fn backend() -> &'static VmBackend {
+    static BACKEND: OnceLock<VmBackend> = OnceLock::new();
     BACKEND.get_or_init(|| {
         let backend = VmBackend::new(&home()).unwrap();
         // What an earlier run that was killed left, as every command sweeps.
         backend.sweep().expect("sweep");
         backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).expect("machine image");
-        one_per_core(backend)
+        backend
     })
-}
-
-fn one_per_core(backend: VmBackend) -> Creating<VmBackend> {
-    Creating {
-        inner: backend,
-        create: |b, spec| {
-            let turn = Turn::take();
-            Ok(Box::new(Held { env: b.create(spec)?, _turn: turn }))
-        },
-    }
-}
-
-/// Machines running now, of at most [`Turn::limit`].
-static RUNNING: (Mutex<usize>, Condvar) = (Mutex::new(0), Condvar::new());
-
-struct Turn;
-
-impl Turn {
-    fn limit() -> usize {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
-
-    fn take() -> Turn {
-        let mut running = RUNNING.0.lock().unwrap_or_else(|p| p.into_inner());
-        while *running >= Turn::limit() {
-            running = RUNNING.1.wait(running).unwrap_or_else(|p| p.into_inner());
-        }
-        *running += 1;
-        Turn
-    }
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        *RUNNING.0.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-        RUNNING.1.notify_one();
-    }
-}
-
-struct Held {
-    env: Box<dyn Environment>,
-    _turn: Turn,
-}
-
-impl Environment for Held {
-    fn id(&self) -> &str {
-        self.env.id()
-    }
-    fn limits(&self) -> Limits {
-        self.env.limits()
-    }
-    fn files(&self) -> &dyn Files {
-        self.env.files()
-    }
-    fn begin_phase_with(&mut self, network: Network, options: &PhaseOptions) -> Result<(), EnvError> {
-        self.env.begin_phase_with(network, options)
-    }
-    fn listen_loopback(&self, port: u16) -> Result<std::net::TcpListener, EnvError> {
-        self.env.listen_loopback(port)
-    }
-    fn exec(&self, req: &ExecRequest, cancel: &CancelToken) -> Result<ExecOutcome, EnvError> {
-        self.env.exec(req, cancel)
-    }
-    fn watch_access(&self, under: &str) -> Result<Option<Box<dyn AccessWatch>>, EnvError> {
-        self.env.watch_access(under)
-    }
-    fn end_phase(&mut self) -> Result<(), EnvError> {
-        self.env.end_phase()
-    }
-    fn diff(&self, cancel: &CancelToken) -> Result<EnvDiff, EnvError> {
-        self.env.diff(cancel)
-    }
-    fn destroy(self: Box<Self>) -> Result<(), EnvError> {
-        let Held { env, _turn } = *self;
-        env.destroy()
-    }
 }
 
 conformance::conformance_tests!(backend);
@@ -346,7 +270,7 @@ fn machines_of_one_shape_resume_from_one_snapshot_and_keep_their_own_time_and_ra
     const MEMORY_MB: u64 = 1000;
     remove_snapshots_of(MEMORY_MB);
     let shape = EnvSpec { memory_mb: MEMORY_MB, ..spec() };
-    let backend = one_per_core(VmBackend::booting(&home(), BootFrom::Snapshot).unwrap());
+    let backend = VmBackend::booting(&home(), BootFrom::Snapshot).unwrap();
     backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).unwrap();
     // What a maker killed mid-way left (pid beyond pid_max), and the work of
     // a live one (this process, as the sweep identifies it).
@@ -404,7 +328,7 @@ fn own_start_time() -> u64 {
 fn a_backend_that_boots_cold_makes_no_snapshot() {
     const MEMORY_MB: u64 = 1001;
     remove_snapshots_of(MEMORY_MB);
-    let backend = one_per_core(VmBackend::booting(&home(), BootFrom::Cold).unwrap());
+    let backend = VmBackend::booting(&home(), BootFrom::Cold).unwrap();
     backend.prepare_images(&[image::DEFAULT_IMAGE], &mut |_| {}).unwrap();
     let mut env = backend.create(&EnvSpec { memory_mb: MEMORY_MB, ..spec() }).unwrap();
     env.files().write_file("/root/cold", b"cold", 0o644).unwrap();

@@ -12,14 +12,6 @@ use serde_json::Value;
 /// (CI's .ci/run starts two).
 pub const TEST_HOSTS: &str = "/var/lib/cleanroom-test-hosts/cleanroom.toml";
 
-/// Held by a test whose trials run on emulated machines (the vm backend's,
-/// the ssh backend's test hosts): two such fleets at once on a small
-/// machine slow every trial past its task's time limits.
-pub fn alone_if_emulated(backend: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
-    static EMULATED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    (!matches!(backend, "sandbox" | "container")).then(|| EMULATED.lock().unwrap_or_else(|p| p.into_inner()))
-}
-
 /// The container engines `scripts/container-engines.sh start` serves, for
 /// `--backend container` (DOCKER_HOST): Podman's API service and dockerd.
 pub const PODMAN_ENGINE: &str = "unix:///run/cleanroom-test/podman.sock";

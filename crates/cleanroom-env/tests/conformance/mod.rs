@@ -95,8 +95,8 @@ pub fn directly(_name: &str, test: impl FnOnce()) {
 }
 
 /// A backend that is `inner` in all but how it makes environments: the
-/// wrappers of a backend's own test file (a turn per core for machines,
-/// the rootless sandbox's unlimited environments).
+/// wrappers of a backend's own test file (the rootless sandbox's unlimited
+/// environments).
 pub struct Creating<B> {
     pub inner: B,
     pub create: MakeEnv<B>,
