@@ -107,7 +107,13 @@ impl Browser {
             let body = self.find("body");
             match self.try_send("GET", &self.session_path(&format!("/element/{body}/text")), None) {
                 Ok(text) => return text.as_str().unwrap_or_default().to_string(),
-                Err((code, _)) if code == "stale element reference" => continue,
+                // WebDriver's own answer for an element the page replaced.
+                Err((code, _)) if code == "stale element reference" => {
+                    eprintln!(
+                        "webdriver: the page replaced its body before it was read: reading the new one"
+                    );
+                    continue;
+                }
                 Err((_, message)) => panic!("{message}"),
             }
         }

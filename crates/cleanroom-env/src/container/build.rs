@@ -19,8 +19,12 @@ use crate::image::tree_digest;
 /// How long a build may go without a word of output.
 const QUIET_FOR: Duration = Duration::from_secs(30 * 60);
 
-/// How many times a build is tried whose step the engine could not start.
-const BUILD_ATTEMPTS: usize = 3;
+/// How many times a build is tried whose step the engine could not start,
+/// and how long it waits before the next try, times the tries so far: on
+/// a loaded host three tries in a row have all failed alike (CI, Docker
+/// 20.10), where a pause lets the engine settle.
+const BUILD_ATTEMPTS: usize = 5;
+const BUILD_PAUSE: Duration = Duration::from_secs(2);
 
 /// An image a build made: its reference, and the variables it sets.
 #[derive(Clone)]
@@ -69,8 +73,9 @@ fn build(engine: &Engine, context: &Path) -> Result<Built, EnvError> {
 /// Builds `reference` from `context`. Under load Docker 20.10 now and then
 /// starts a step's container on the bare directory its root is mounted on
 /// ("stat /bin/sh: no such file or directory"), as it does a restarted
-/// container (environment.rs): such a build is tried again, a few times at
-/// most. A step whose command fails is the Dockerfile's, and ends it.
+/// container (environment.rs): such a build is tried again after a pause,
+/// a few times at most. A step whose command fails is the Dockerfile's,
+/// and ends it.
 fn build_image(engine: &Engine, context: &Path, reference: &str) -> Result<(), EnvError> {
     let mut attempt = 1;
     loop {
@@ -82,7 +87,10 @@ fn build_image(engine: &Engine, context: &Path, reference: &str) -> Result<(), E
             })
         });
         match built {
-            Err(_) if step_did_not_start && attempt < BUILD_ATTEMPTS => attempt += 1,
+            Err(_) if step_did_not_start && attempt < BUILD_ATTEMPTS => {
+                std::thread::sleep(BUILD_PAUSE * attempt as u32);
+                attempt += 1;
+            }
             Err(EnvError::Image(why)) if attempt > 1 => {
                 return Err(EnvError::Image(format!("{why}\n(the build was tried {attempt} times)")))
             }
