@@ -370,10 +370,12 @@ impl Engine {
 }
 
 /// Whether `engine_error`, a failed build's error from the engine, is the
-/// runtime's failure to start one of its steps' containers rather than a
-/// step's command failing.
+/// runtime's failure to start one of its steps' containers, or to copy
+/// into one whose root was not there (Docker 20.10 under load, on a COPY
+/// step), rather than a step's command failing.
 fn a_step_did_not_start(engine_error: &str) -> bool {
     engine_error.contains("OCI runtime create failed")
+        || engine_error.contains("Error after fallback to chroot: no such file or directory")
 }
 
 /// `value` escaped for a query string.
@@ -430,6 +432,10 @@ mod tests {
                            unable to start container process: exec: \"/bin/sh\": stat /bin/sh: no such file \
                            or directory: unknown";
         assert!(a_step_did_not_start(not_started));
+        let copied_into_nothing =
+            "failed to copy files: failed to copy file: Error processing tar file(exit \
+                                   status 1): Error after fallback to chroot: no such file or directory";
+        assert!(a_step_did_not_start(copied_into_nothing));
         assert!(!a_step_did_not_start("The command '/bin/sh -c false' returned a non-zero code: 1"));
     }
 }
