@@ -86,6 +86,36 @@ fn a_host_is_recorded_and_its_disk_is_its_own() {
     env.destroy().unwrap();
 }
 
+/// Two cleanroom processes with homes of their own (the CLI's runs and
+/// these tests, in CI) lease one host one at a time: its lock is the
+/// machine's, not a home's, or one's reset reverts the host under the
+/// other's phase.
+#[test]
+fn two_homes_never_hold_one_host_at_once() {
+    let mut one_host = config(PhaseEnd::Kill);
+    one_host.pools.truncate(1);
+    one_host.pools[0].hosts.truncate(1);
+    // Without a reset to wait for, a second lease would come at once.
+    one_host.pools[0].reset = None;
+    let first = SshBackend::new(&home().join("first-home"), &one_host).unwrap();
+    let held = first.create(&spec()).unwrap();
+    let (leased, second_leased) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let second = SshBackend::new(&home().join("second-home"), &one_host).unwrap();
+        let env = second.create(&spec()).unwrap();
+        leased.send(()).unwrap();
+        env.destroy().unwrap();
+    });
+    // Without the shared lock the second lease comes in a second or two; a
+    // loaded machine can only make this wait miss that, never fail a
+    // correct lock.
+    let early = second_leased.recv_timeout(std::time::Duration::from_secs(10));
+    assert!(early.is_err(), "a second home leased the host the first holds");
+    held.destroy().unwrap();
+    second_leased.recv().expect("the second home leases the host once it is given back");
+    waiter.join().unwrap();
+}
+
 #[test]
 fn gpu_tasks_are_skipped_until_a_host_declares_gpus() {
     let unmet = backend().unmet(&Needs::new(1, false, false));

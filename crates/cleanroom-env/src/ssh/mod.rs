@@ -83,10 +83,11 @@ impl SshBackend {
             return Err(EnvError::Phase("`ssh` not found: the ssh backend needs OpenSSH's client".into()));
         }
         crate::vm::initramfs::guest_agent()?;
-        for dir in [home.join("ssh-envs"), home.join("ssh-hosts")] {
+        let locks = pool::machine_locks();
+        for dir in [home.join("ssh-envs"), locks.clone()] {
             std::fs::create_dir_all(&dir).map_err(|e| EnvError::io(dir.display().to_string(), e))?;
         }
-        let pools = Pools::new(config, &home.join("ssh-hosts"));
+        let pools = Pools::new(config, &locks);
         Ok(SshBackend { home: home.to_path_buf(), pools, phase_end: config.phase_end })
     }
 }

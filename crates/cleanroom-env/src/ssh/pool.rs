@@ -3,7 +3,9 @@
 //! a provisioner (a machine created for the trial and destroyed after),
 //! each with its own limit of trials at once. A host is never handed out
 //! twice without a reset: a pool without one runs each host once. A lock
-//! file per host keeps two cleanroom processes with the same pool apart.
+//! file per host, named by where ssh reaches it and kept where every
+//! cleanroom process of this machine looks whatever its home
+//! ([`machine_locks`]), keeps two processes that lease it apart.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -56,6 +58,20 @@ struct PoolState {
 
 pub struct Pools {
     pools: Vec<Arc<Pool>>,
+}
+
+/// Where the hosts' locks are for every cleanroom process of this machine
+/// and user, whatever its home: a host is shared by the machine's runs,
+/// not by one home's (the CLI's runs and a second home's tests leased the
+/// same host at once). Under /run, cleared at boot like the locks.
+pub fn machine_locks() -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        _ if uid == 0 => PathBuf::from("/run/cleanroom/ssh-hosts"),
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("cleanroom/ssh-hosts"),
+        _ => std::env::temp_dir().join(format!("cleanroom-{uid}/ssh-hosts")),
+    }
 }
 
 impl Pools {
@@ -202,9 +218,13 @@ impl Pool {
 
     /// The lock a host's trial holds, against other cleanroom processes
     /// that use the same pool.
+    /// The host as ssh reaches it, not the pool's name for it: two
+    /// configurations that name one host apart still share its lock.
     fn lock_path(&self, host: &HostConfig) -> PathBuf {
         let safe = |s: &str| s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '.', "_");
-        self.locks.join(format!("{}--{}.lock", safe(&self.config.name), safe(&host.name)))
+        let user = host.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
+        let port = host.port.map(|p| format!(":{p}")).unwrap_or_default();
+        self.locks.join(safe(&format!("{user}{}{port}", host.address)) + ".lock")
     }
 
     fn reset(&self, host: &HostConfig) -> Result<(), EnvError> {
