@@ -418,13 +418,18 @@ start() {
     #   the fallback llama-2 format only does a named tool_choice).
     # --logits_all false: true (the default) keeps logits for every prompt
     #   token of a 262k-entry vocabulary: GBs of RSS and slower prompts.
+    # OMP_WAIT_POLICY=PASSIVE: a prompt's OpenMP threads sleep at each
+    #   barrier instead of spinning; on a machine the tests load, a thread
+    #   spun while its peer waited for a core: a 6.9k-token prompt took 62 s
+    #   and 62 CPU-s with 3 busy loops beside it, 38 s and 38 CPU-s passive
+    #   (34-38 CPU-s either way on an idle machine).
     # --use_mlock false: nothing to gain; fails under a low memlock limit.
     # --interrupt_requests false: else a new request cuts a running stream.
     # setsid: the server must outlive the caller's process group.
     # 9>&-: it must not inherit (and so hold forever) the start lock.
     # The log holds the last start only (model loading alone is ~4k lines).
     echo "=== start $(date -Is)" >"$LOG"
-    LOCAL_MODEL_MAX_TOKENS=$MAX_TOKENS setsid "$VENV/bin/python" "$SHIM" \
+    LOCAL_MODEL_MAX_TOKENS=$MAX_TOKENS OMP_WAIT_POLICY=PASSIVE setsid "$VENV/bin/python" "$SHIM" \
         --model "$MODEL_FILE" --model_alias local \
         --host "$HOST" --port "$PORT" \
         --n_ctx "$N_CTX" --n_threads 1 --n_threads_batch "$BATCH_THREADS" \

@@ -1626,9 +1626,18 @@ fn one_gate_keeps_the_plain_agent_ids() {
     assert!(!String::from_utf8_lossy(&report.stdout).contains("Gate effect"));
 }
 
-/// `cleanroom run ARGS --out OUT`, with the peak resident memory of the
-/// cleanroom process (KiB, from the kernel's accounting of the child).
-fn run_measured(out: &Path, args: &[&str]) -> (std::process::ExitStatus, PathBuf, i64) {
+/// What a finished `cleanroom run` used, from the kernel's accounting of
+/// the child and the descendants it reaped: work, which a loaded machine
+/// does not stretch as it stretches wall-clock time.
+struct Used {
+    /// Peak resident memory of the cleanroom process, KiB.
+    max_rss_kib: i64,
+    /// User and system CPU seconds.
+    cpu_seconds: f64,
+}
+
+/// `cleanroom run ARGS --out OUT`, and what it used.
+fn run_measured(out: &Path, args: &[&str]) -> (std::process::ExitStatus, PathBuf, Used) {
     // Reaped by wait4 below, which also gives its resource usage.
     #[allow(clippy::zombie_processes)]
     let child = cleanroom()
@@ -1647,7 +1656,10 @@ fn run_measured(out: &Path, args: &[&str]) -> (std::process::ExitStatus, PathBuf
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as i32);
     let status = std::os::unix::process::ExitStatusExt::from_raw(status);
-    (status, only_run_dir(out), usage.ru_maxrss)
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let used =
+        Used { max_rss_kib: usage.ru_maxrss, cpu_seconds: seconds(usage.ru_utime) + seconds(usage.ru_stime) };
+    (status, only_run_dir(out), used)
 }
 
 /// The class task with room for a big tree: 512 MB of disk, two minutes.
@@ -1688,16 +1700,18 @@ fn what_an_agent_leaves_is_judged_within_bounds_and_never_an_infra_error() {
     for a in &agents {
         args.extend(["--agent", a.as_str()]);
     }
-    let started = Instant::now();
-    let (output, run_dir) = run(&out.join("runs"), &args);
-    assert!(output.status.success(), "{}", text(&output));
-    assert!(started.elapsed() < Duration::from_secs(180), "{:?}", started.elapsed());
+    let (status, run_dir, used) = run_measured(&out.join("runs"), &args);
+    assert!(status.success());
+    // Under a second here; reading or hashing the sparse terabytes would
+    // take hours.
+    assert!(used.cpu_seconds < 60.0, "the run used {} CPU seconds", used.cpu_seconds);
     let results = results(&run_dir);
     let get =
         |agent: &str| results.iter().find(|r| r["agent_id"] == agent).unwrap_or_else(|| panic!("{agent}"));
     for r in &results {
         assert_eq!(r["outcome"], "failed", "{r}");
-        assert!(r["timings"]["verify"].as_f64().unwrap() < 30.0, "{r}");
+        let steps = r["verdict"]["steps"].as_array().unwrap();
+        assert!(steps.iter().all(|step| step["status"] != "timed_out"), "{r}");
     }
     let sparse = get("script-sparse-sh");
     assert_eq!(sparse["class"], "tampered", "{sparse}");
@@ -1734,16 +1748,16 @@ fn hard_links_to_long_links_keep_the_harness_small() {
          for (0, 1) { symlink(\"t\" x 4000, \"$d/l$_\") or die $! } \
          for my $i (1..128000) { link(\"$d/l\" . $i % 2, \"$d/\" . (\"h\" x 200) . $i) or die \"link $i: $!\" } }'",
     );
-    let started = Instant::now();
-    let (status, run_dir, max_rss_kib) =
+    let (status, run_dir, used) =
         run_measured(&out.join("runs"), &["--tasks", tasks.to_str().unwrap(), "--agent", &agent]);
     assert!(status.success());
-    assert!(started.elapsed() < Duration::from_secs(240), "{:?}", started.elapsed());
+    // 4 s here; holding or sorting the 2 GB of paths would take minutes.
+    assert!(used.cpu_seconds < 60.0, "the run used {} CPU seconds", used.cpu_seconds);
     let results = results(&run_dir);
     let r = &results[0];
     assert_eq!((&r["outcome"], &r["class"]), (&Value::from("failed"), &Value::from("self_stop")), "{r}");
     assert!(trial_file(&run_dir, r, "agent.log").is_empty(), "the links were all made");
-    assert!(max_rss_kib < 300 * 1024, "the harness peaked at {max_rss_kib} KiB");
+    assert!(used.max_rss_kib < 300 * 1024, "the harness peaked at {} KiB", used.max_rss_kib);
     for name in ["changes.txt", "env-diff.txt"] {
         let listing = trial_file(&run_dir, r, name);
         assert!(listing.len() < (1 << 20) + 4096, "{name}: {} bytes", listing.len());

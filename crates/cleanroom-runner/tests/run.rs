@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cleanroom_agent::{AgentSpec, GateMode};
 use cleanroom_env::fake::{FakeBackend, Reply};
@@ -403,19 +403,17 @@ fn cancel_while_blocked(task: TaskDef) {
     let backend = bench.backend(1);
     let cancel = CancelToken::new().unwrap();
     let agents = [oracle()];
-    let (events, waited) = std::thread::scope(|s| {
+    let events = std::thread::scope(|s| {
         let running = s.spawn(|| {
             let run = Run { jobs: 2, cancel: cancel.clone(), ..Run::new(&backend, &agents) };
             bench.run(run, bench.todo(&agents, 4))
         });
         backend.wait_until_blocked(2);
-        let cancelled = Instant::now();
         cancel.cancel();
-        let events = running.join().unwrap();
-        (events, cancelled.elapsed())
+        running.join().unwrap()
     });
-    // The commands would block for the task's hour otherwise.
-    assert!(waited < Duration::from_secs(30), "the run took {waited:?} to stop");
+    // Interrupted, not ended: the commands would block for the task's
+    // hour, and end as timed out, had the cancel not reached them.
     let mut story = story(&events);
     story[1..3].sort();
     assert_eq!(story, ["planned 4", "start blocks #1.1", "start blocks #2.1", "interrupted"]);

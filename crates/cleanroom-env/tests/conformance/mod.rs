@@ -802,16 +802,15 @@ pub fn files_never_reach_the_host_through_what_the_agent_planted(backend: &dyn B
     assert_eq!(std::fs::read_to_string(canary.join("sub/keep")).unwrap(), "host file\n");
     assert!(!canary.join("made").exists() && !canary.join("copied").exists());
     assert!(std::path::Path::new("/etc/hostname").exists());
-    // A listing sees the planted entries as they are, fast, hashing nothing huge.
+    // A listing sees the planted entries as they are, reading none of them.
     let original = Manifest::default();
-    let started = std::time::Instant::now();
     let listed = files.manifest_against("/w", &original, WalkLimits::default(), &cancel).unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
         listed.entries.contains_key("sparse") && listed.entries.contains_key("fifo"),
         "{:?}",
         listed.entries.keys()
     );
+    assert_eq!(listed.entries["sparse"].sha256, None, "the terabyte was read");
     env.destroy().unwrap();
     let _ = std::fs::remove_dir_all(&canary);
     let _ = std::fs::remove_dir_all(&host_src);
