@@ -216,10 +216,9 @@ impl Pool {
         }
     }
 
-    /// The lock a host's trial holds, against other cleanroom processes
-    /// that use the same pool.
-    /// The host as ssh reaches it, not the pool's name for it: two
-    /// configurations that name one host apart still share its lock.
+    /// The lock a host's trial holds against other cleanroom processes,
+    /// named by the host as ssh reaches it, not by the pool's name for it:
+    /// two configurations that name one host apart still share its lock.
     fn lock_path(&self, host: &HostConfig) -> PathBuf {
         let safe = |s: &str| s.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '.', "_");
         let user = host.user.as_deref().map(|u| format!("{u}@")).unwrap_or_default();
