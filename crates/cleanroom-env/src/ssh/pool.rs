@@ -330,6 +330,35 @@ mod tests {
         Pools::new(&SshConfig { pools: vec![config], ..Default::default() }, &locks)
     }
 
+    /// The class of the two homes' collision, from the other side: one
+    /// host under another pool's and another host's name (a second
+    /// configuration) is held by the same lock; another port is another
+    /// host.
+    #[test]
+    fn one_host_under_two_names_has_one_lock() {
+        let locks = tempfile::tempdir().unwrap();
+        let pools = |pool: &str, name: &str, port: u16| {
+            let host = HostConfig {
+                name: name.into(),
+                address: "10.254.9.2".into(),
+                user: Some("root".into()),
+                port: Some(port),
+                ..Default::default()
+            };
+            let config = PoolConfig { name: pool.into(), hosts: vec![host], ..Default::default() };
+            Pools::new(&SshConfig { pools: vec![config], ..Default::default() }, locks.path())
+        };
+        let lock_of = |pools: &Pools| {
+            let pool = &pools.pools[0];
+            crate::image::try_lock(&pool.lock_path(&pool.config.hosts[0])).unwrap()
+        };
+        let held = pools("ci", "th-1", 22).take(0).unwrap();
+        assert!(matches!(lock_of(&pools("tests", "test-host", 22)), Locked::Elsewhere(_)));
+        assert!(matches!(lock_of(&pools("ci", "th-1", 2222)), Locked::Mine(_)));
+        drop(held);
+        assert!(matches!(lock_of(&pools("tests", "test-host", 22)), Locked::Mine(_)));
+    }
+
     #[test]
     fn a_pool_without_reset_runs_each_host_once() {
         let pools = pool(&["a"], None);
