@@ -55,6 +55,12 @@ use transport::Connection;
 const BOOT_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long one request of the harness's own may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long one try to reach a rebooting host may take at first (a
+/// handshake and one command take a second or two on an emulated host);
+/// each try that runs out gives the next one half as much again.
+const REBOOT_TRY: Duration = Duration::from_secs(10);
+/// What tells one boot of a host from the next.
+const BOOT_ID: &str = "cat /proc/sys/kernel/random/boot_id";
 /// The bounds of a host's listing: a whole system, not a task's tree.
 const LISTING: WalkLimits = WalkLimits {
     entries: 4_000_000,
@@ -178,8 +184,7 @@ impl Inner {
     fn connect(&self, host: &mut Host, timeout: Duration) -> Result<(), EnvError> {
         if host.conn.is_none() {
             let conn = Connection::open(&self.lease.target, &self.dir, timeout)?;
-            host.boot_id =
-                conn.text("cat /proc/sys/kernel/random/boot_id", REQUEST_TIMEOUT)?.trim().to_string();
+            host.boot_id = conn.text(BOOT_ID, REQUEST_TIMEOUT)?.trim().to_string();
             host.conn = Some(conn);
             host.agent = None;
         }
@@ -203,6 +208,7 @@ impl Inner {
         let _ = host.conn.as_ref().expect("connected").run(&reboot, &[], Duration::from_secs(15));
         *host = Host::default();
         let began = Instant::now();
+        let mut per_try = REBOOT_TRY;
         loop {
             let left = BOOT_TIMEOUT.saturating_sub(began.elapsed());
             if left.is_zero() {
@@ -212,14 +218,26 @@ impl Inner {
                     BOOT_TIMEOUT.as_secs()
                 )));
             }
-            let mut fresh = Host::default();
-            if self.connect(&mut fresh, left).is_ok() && fresh.boot_id != before {
-                *host = fresh;
-                return Ok(());
+            let try_for = per_try.min(left);
+            let tried = Instant::now();
+            if let Some((conn, boot_id)) = self.new_boot(&before, try_for) {
+                *host = Host { conn: Some(conn), boot_id, ..Host::default() };
+                return self.connect(host, REQUEST_TIMEOUT);
+            }
+            if tried.elapsed() >= try_for {
+                per_try += REBOOT_TRY / 2;
             }
             // Not down yet, or not up yet.
             std::thread::sleep(Duration::from_millis(500));
         }
+    }
+
+    /// A connection to a boot of the host other than `before`, if one
+    /// answers within about `within`.
+    fn new_boot(&self, before: &str, within: Duration) -> Option<(Connection, String)> {
+        let conn = Connection::open_once(&self.lease.target, &self.dir, within)?;
+        let boot_id = conn.text(BOOT_ID, within).ok()?.trim().to_string();
+        (boot_id != before).then_some((conn, boot_id))
     }
 
     /// Starts an agent session in `mode`.

@@ -17,6 +17,12 @@ use crate::ssh::config::{HostConfig, SshConfig};
 /// take seconds to say hello).
 const CONNECT_TIMEOUT_S: u32 = 30;
 
+/// How long one attempt to connect may wait for the TCP connection while
+/// a host reboots: the host is silent until its network is up, and the
+/// kernel's SYN retries back off (1, 3, 7, 15, 31 s); a fresh attempt every
+/// few seconds finds the new boot within seconds of its sshd.
+const REBOOT_CONNECT_TIMEOUT_S: u32 = 5;
+
 /// Between two attempts to connect.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 
@@ -67,12 +73,12 @@ impl Target {
 
     /// `ssh` with this host's options, through `control` (a master's
     /// socket), before the destination.
-    fn ssh(&self, control: &Path) -> Command {
+    fn ssh(&self, control: &Path, connect_timeout_s: u32) -> Command {
         let mut cmd = Command::new(crate::sandbox::tool("ssh"));
         if let Some(file) = &self.ssh_config {
             cmd.arg("-F").arg(file);
         }
-        cmd.args(["-o", "BatchMode=yes", "-o", &format!("ConnectTimeout={CONNECT_TIMEOUT_S}")]);
+        cmd.args(["-o", "BatchMode=yes", "-o", &format!("ConnectTimeout={connect_timeout_s}")]);
         cmd.args(["-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4"]);
         cmd.arg("-o").arg(format!("ControlPath={}", control.display()));
         for option in &self.options {
@@ -107,7 +113,7 @@ impl Connection {
         let began = Instant::now();
         loop {
             let left = timeout.saturating_sub(began.elapsed());
-            match Connection::attempt(target, dir, left) {
+            match Connection::attempt(target, dir, left, CONNECT_TIMEOUT_S) {
                 Ok(connection) => return Ok(connection),
                 Err(Failed::Transient(_)) if left > RETRY_PAUSE => std::thread::sleep(RETRY_PAUSE),
                 Err(Failed::Transient(why) | Failed::Final(why)) => {
@@ -117,13 +123,26 @@ impl Connection {
         }
     }
 
-    fn attempt(target: &Target, dir: &Path, timeout: Duration) -> Result<Connection, Failed> {
+    /// One attempt to reach a host that is rebooting, at most `timeout`,
+    /// however it fails: an attempt that reached the old boot just before
+    /// it went down waits on a peer that is gone without a word, which ssh
+    /// notices only by its keep-alives, a minute later.
+    pub fn open_once(target: &Target, dir: &Path, timeout: Duration) -> Option<Connection> {
+        Connection::attempt(target, dir, timeout, REBOOT_CONNECT_TIMEOUT_S).ok()
+    }
+
+    fn attempt(
+        target: &Target,
+        dir: &Path,
+        timeout: Duration,
+        connect_timeout_s: u32,
+    ) -> Result<Connection, Failed> {
         let control = dir.join("control");
         let stderr = dir.join("ssh-master.log");
         let _ = std::fs::remove_file(&control);
         let log = std::fs::File::create(&stderr)
             .map_err(|e| Failed::Final(format!("{}: {e}", stderr.display())))?;
-        let mut cmd = target.ssh(&control);
+        let mut cmd = target.ssh(&control, connect_timeout_s);
         cmd.args(["-o", "ControlMaster=yes", "-o", "ControlPersist=no", "-N", "--"])
             .arg(&target.address)
             .stdin(Stdio::null())
@@ -164,7 +183,7 @@ impl Connection {
     /// A session running `script` with the remote user's shell, over the
     /// master.
     pub fn session(&self, script: &str) -> Command {
-        let mut cmd = self.target.ssh(&self.control);
+        let mut cmd = self.target.ssh(&self.control, CONNECT_TIMEOUT_S);
         cmd.args(["-o", "ControlMaster=no", "-T", "--"]).arg(&self.target.address).arg(script);
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
