@@ -315,10 +315,14 @@ all_answer() {
 }
 
 # The client's side of every host, made or to be made: one block for their
-# addresses, and the image's host key for all of them.
+# addresses, and the image's host key for all of them. AES-GCM first: an
+# emulated host decrypts it with AES instructions QEMU emulates, at two
+# thirds of ChaCha20's cost (384 MB into a host under TCG: 26 s of its CPU,
+# 39 with ChaCha20, OpenSSH's first choice).
 write_ssh_files() {
   printf '%s\n' "Host 10.254.*.2" "  User root" "  IdentityFile $CACHE/id_ed25519" "  IdentitiesOnly yes" \
-    "  UserKnownHostsFile $STATE/known_hosts" "  StrictHostKeyChecking yes" >"$STATE/ssh_config"
+    "  UserKnownHostsFile $STATE/known_hosts" "  StrictHostKeyChecking yes" \
+    "  Ciphers aes128-gcm@openssh.com,chacha20-poly1305@openssh.com" >"$STATE/ssh_config"
   echo "10.254.*.2 $(cut -d' ' -f1,2 "$CACHE/host_key.pub")" >"$STATE/known_hosts"
 }
 
