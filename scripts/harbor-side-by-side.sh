@@ -8,12 +8,13 @@
 #     that the sandbox skips a task whose Dockerfile builds its environment
 #     (only the container backend builds one). With
 #     ADVERSARIAL=1, two agents that forge the reward run too, for
-#     information: plant-outputs (tests/fixtures/agents/plant-outputs.sh:
+#     information (ADVERSARIAL=cleanroom: in cleanroom only, where they are
+#     checked): plant-outputs (tests/fixtures/agents/plant-outputs.sh:
 #     writes /logs/verifier/reward.txt and reward.json, and more, then
 #     exits) and replant-reward (leaves a detached process that keeps
 #     /logs/verifier/reward.json at {"reward": 1}). cleanroom must fail
 #     both; Harbor's verdicts on them are shown, not checked.
-#  2. Time per trial. The oracle on TIMING_TASK, N trials one at a time,
+#  2. Time per trial (none with N=0). The oracle on TIMING_TASK, N trials one at a time,
 #     per harness: the median of each trial's own record (start to end,
 #     and its phases: environment, agent, verifier), and the command's
 #     wall time divided by N (what a user waits, the CLI's start included).
@@ -54,7 +55,7 @@
 # Env: N (timing trials per harness, default 3), NV (verdict trials per
 #      task and agent, default 1), JOBS (trials at once in the verdict
 #      runs, default 1), TIMING_TASK (default wordcount), TASKS (fixture
-#      names, default all), ADVERSARIAL (1 or 0, default 1), CLEANROOM_BIN
+#      names, default all), ADVERSARIAL (1, cleanroom or 0, default 1), CLEANROOM_BIN
 #      (default target/release/cleanroom; a build with `tasks import`),
 #      DOCKER_HOST (default the test engine's), HARBOR_TIMEOUT (seconds
 #      per harbor command, default 1800), KEEP=1 keeps the work directory
@@ -227,7 +228,7 @@ sleep 1
 echo "replant-reward: started"
 EOF
 adversaries=()
-if [ "$ADVERSARIAL" = 1 ]; then
+if [ "$ADVERSARIAL" != 0 ]; then
     adversaries=("plant-outputs=$REPO/tests/fixtures/agents/plant-outputs.sh"
                  "replant-reward=$WORK/agents/replant-reward.sh")
 fi
@@ -282,14 +283,18 @@ podman image exists "$BASE_REPO:latest" || fail "cleanroom imported no $BASE_REP
 cleanroom_run verdicts sandbox verdicts-sandbox "${task_args[@]}" "${agent_args[@]}" --trials "$NV" --jobs "$JOBS"
 harbor_job verdicts verdicts-oracle oracle "$WORK/harbor-tasks" "$NV" "$JOBS" ""
 harbor_job verdicts verdicts-nop nop "$WORK/harbor-tasks" "$NV" "$JOBS" ""
-for a in "${adversaries[@]}"; do
-    harbor_job verdicts "verdicts-${a%%=*}" "${a%%=*}" "$WORK/harbor-tasks" "$NV" "$JOBS" "${a#*=}"
-done
+if [ "$ADVERSARIAL" = 1 ]; then
+    for a in "${adversaries[@]}"; do
+        harbor_job verdicts "verdicts-${a%%=*}" "${a%%=*}" "$WORK/harbor-tasks" "$NV" "$JOBS" "${a#*=}"
+    done
+fi
 
 # 2. Time per trial, one trial at a time, everything warm.
-harbor_job timing timing oracle "$WORK/harbor-timing/$TIMING_TASK" "$N" 1 ""
-cleanroom_run timing container timing-container --task "$TIMING_TASK" --agent oracle --trials "$N" --jobs 1
-cleanroom_run timing sandbox timing-sandbox --task "$TIMING_TASK" --agent oracle --trials "$N" --jobs 1
+if [ "$N" -gt 0 ]; then
+    harbor_job timing timing oracle "$WORK/harbor-timing/$TIMING_TASK" "$N" 1 ""
+    cleanroom_run timing container timing-container --task "$TIMING_TASK" --agent oracle --trials "$N" --jobs 1
+    cleanroom_run timing sandbox timing-sandbox --task "$TIMING_TASK" --agent oracle --trials "$N" --jobs 1
+fi
 
 # What Harbor left, removed; Podman's state after.
 harbor_leftovers 1 >"$WORK/leftovers.txt"
@@ -304,7 +309,7 @@ manifest, n, nv, timing_task, tasks, adversarial = sys.argv[1:7]
 n, nv, tasks = int(n), int(nv), tasks.split()
 HARNESSES = ["harbor", "cleanroom-container", "cleanroom-sandbox"]
 CORE = ["oracle", "nop"]
-ADV = ["plant-outputs", "replant-reward"] if adversarial == "1" else []
+ADV = ["plant-outputs", "replant-reward"] if adversarial != "0" else []
 status = 0
 
 def secs(a, b):
@@ -378,7 +383,7 @@ for agent in CORE + ADV:
             if not cr_ok:
                 status = max(status, 1)
             mark = "(info)" if cr_ok else "NO: cleanroom passed a forged reward"
-            if base(got["harbor"]) == "pass":
+            if adversarial == "1" and base(got["harbor"]) == "pass":
                 mark += " Harbor passes it"
         print(f"{task:<14} {agent:<15} {expected:<9} " + " ".join(f"{got[h]:<20}" for h in HARNESSES) + f" {mark}")
 
@@ -386,11 +391,12 @@ def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else float("nan")
 
-print(f"\n== time per trial: {timing_task}, oracle, {n} trial(s) per harness, one at a time")
-print("   trial_s: each trial's own record, start to end (median, min, max); env/agent/verify: its phases (median);")
-print("   cmd_s/trial: the command's wall time / trials (the CLI's start included)")
-print(f"{'harness':<21} {'n':>2} {'trial_s':>8} {'min_s':>7} {'max_s':>7} {'env_s':>7} {'agent_s':>8} {'verify_s':>9} {'cmd_s/trial':>12}")
-for h in HARNESSES:
+if n:
+    print(f"\n== time per trial: {timing_task}, oracle, {n} trial(s) per harness, one at a time")
+    print("   trial_s: each trial's own record, start to end (median, min, max); env/agent/verify: its phases (median);")
+    print("   cmd_s/trial: the command's wall time / trials (the CLI's start included)")
+    print(f"{'harness':<21} {'n':>2} {'trial_s':>8} {'min_s':>7} {'max_s':>7} {'env_s':>7} {'agent_s':>8} {'verify_s':>9} {'cmd_s/trial':>12}")
+for h in HARNESSES if n else []:
     ts = rows.get(("timing", h), [])
     tot = [t["total"] for t in ts if t["total"] is not None]
     w = walls.get(("timing", h), [float("nan"), 1])

@@ -310,7 +310,10 @@ fn harbor_itself_gives_the_same_verdicts() {
         .arg(repo().join("scripts/harbor-side-by-side.sh"))
         .env("CLEANROOM_BIN", env!("CARGO_BIN_EXE_cleanroom"))
         .env("DOCKER_HOST", PODMAN_ENGINE)
-        .env("N", "1")
+        // Verdicts only: the forged rewards in cleanroom (where they are
+        // checked), no timings (the script's figures are for people).
+        .env("N", "0")
+        .env("ADVERSARIAL", "cleanroom")
         .output()
         .unwrap();
     let report = text(&output);
@@ -533,8 +536,15 @@ fn third_party_tasks_run_unchanged() {
 }
 
 /// Every adversarial agent of tests/fixtures/agents.
-const ADVERSARIES: [&str; 6] =
-    ["search-verifier", "plant-outputs", "detached-tamper", "replace-tools", "probe-walls", "verify-hooks"];
+const ADVERSARIES: [&str; 7] = [
+    "search-verifier",
+    "plant-outputs",
+    "detached-tamper",
+    "replace-tools",
+    "probe-walls",
+    "verify-hooks",
+    "login-tamper",
+];
 
 #[test]
 fn adversarial_agents_never_pass() {
@@ -685,6 +695,16 @@ fn adversarial_agents_never_pass_on(target: &str, agents: &[&str], user: Option<
             );
         }
         assert_eq!(hooks["tampered"], serde_json::json!([]), "{verify_log}");
+    }
+    // No deployment code runs between the tamper check and the seals: a
+    // profile hook that waits for the agent's phase to be over never acts.
+    if let Some(login) = by_agent(&results, "script-login-tamper-sh").first() {
+        let verify_log = trial_file(&run_dir, login, "verify.log");
+        assert!(
+            !verify_log.contains("LOGIN-TAMPER-RAN"),
+            "a login hook acted after the tamper check:\n{verify_log}"
+        );
+        assert_eq!(login["tampered"], serde_json::json!([]), "{verify_log}");
     }
     assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), hostname_before);
     if let Some(pid) = run_pid(&run_dir) {

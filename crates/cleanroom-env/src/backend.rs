@@ -89,6 +89,13 @@ impl ExecRequest {
             last_line: None,
         }
     }
+
+    /// A `bash --noprofile --norc -c SCRIPT`: no profile or rc file of the
+    /// environment runs.
+    pub fn plain_shell(script: &str, cwd: &str, env: Vec<(String, String)>) -> Self {
+        let argv = ["/bin/bash", "--noprofile", "--norc", "-c", script].map(String::from).to_vec();
+        ExecRequest { argv, ..ExecRequest::login_shell(script, cwd, env) }
+    }
 }
 
 /// How a command ended.

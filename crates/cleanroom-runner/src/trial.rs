@@ -1,6 +1,7 @@
-//! One attempt at one trial: a fresh environment, the agent phase, every
-//! agent process killed, the artifact compared with its original, the
-//! hidden pipeline, the environment destroyed, the record built.
+//! One attempt at one trial: a fresh environment, the agent phase and the
+//! deployment's login shell in it, every agent process killed, the
+//! artifact compared with its original, the hidden pipeline, the
+//! environment destroyed, the record built.
 
 use std::time::Instant;
 
@@ -10,7 +11,9 @@ use cleanroom_agent::{
 use cleanroom_env::{EnvDiff, EnvError, EnvSpec, Globs, GpuDriver, Needs, Network, PhaseOptions, WalkLimits};
 use cleanroom_store::{ChangeCounts, Outcome, TrialRecord, OUTPUTS_DIR};
 use cleanroom_task::Task;
-use cleanroom_verify::{protected_paths, run_pipeline, ChangeKind, Changes, Outputs, Verdict};
+use cleanroom_verify::{
+    protected_paths, read_login_env, run_pipeline, ChangeKind, Changes, LoginEnv, Outputs, Verdict,
+};
 
 use crate::cache_offer;
 use crate::classify::classify;
@@ -142,6 +145,14 @@ fn run(
 
     progress.phase(Phase::Agent);
     let agent_run = run_agent(&agent.spec, task, env.as_ref(), &ctx, &input.cancel);
+    // The deployment's login environment, read by its own login shell
+    // while this phase lasts: what the shell's profile does happens before
+    // the tamper check, and dies with the agent's processes.
+    let verify_started = Instant::now();
+    let login = match &agent_run {
+        Ok(run) if run.stop != Stop::Interrupted => read_login_env(env.as_ref(), &input.cancel),
+        _ => LoginEnv::default(),
+    };
     // Every process the agent started dies here, on every path.
     let ended = env.end_phase();
     record.cache = cache.map(cache_offer::bytes);
@@ -158,7 +169,6 @@ fn run(
     record.gate_decisions = agent_run.gate.clone();
 
     progress.phase(Phase::Verify);
-    let verify_started = Instant::now();
     let dest = &task.spec.artifact.dest;
     let diff = match env.diff(&input.cancel) {
         // The agent broke the machine: the record says so, the trial goes on
@@ -189,7 +199,7 @@ fn run(
     let sealed = protected_paths(dest, &staged.manifest, &protected);
     let mut outputs = Outputs::default();
     let verdict =
-        run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut verify_log, Some(&mut outputs));
+        run_pipeline(env.as_mut(), task, &sealed, &login, &input.cancel, &mut verify_log, Some(&mut outputs));
     files.push(file("verify.log", verify_log));
     // What the steps wrote, for the task's author (outputs/ of the trial).
     files.extend(outputs.files.into_iter().map(|o| file(&format!("{OUTPUTS_DIR}/{}", o.path), o.bytes)));
@@ -210,7 +220,7 @@ fn run(
     };
     record.timings.verify = verify_started.elapsed().as_secs_f64();
     if let Some(second) = repeat.as_mut() {
-        *second = run_pipeline(env.as_mut(), task, &sealed, &input.cancel, &mut Vec::new(), None)
+        *second = run_pipeline(env.as_mut(), task, &sealed, &login, &input.cancel, &mut Vec::new(), None)
             .map_err(|e| e.to_string());
     }
     env.destroy()?;

@@ -5,6 +5,7 @@
 mod access;
 mod changes;
 mod checks;
+mod login_env;
 mod outputs;
 mod pipeline;
 mod verdict;
@@ -14,6 +15,7 @@ use cleanroom_task as task;
 
 pub use changes::{Change, ChangeKind, Changes};
 pub use checks::{evaluate, within, CheckResult};
+pub use login_env::{read_login_env, LoginEnv};
 pub use outputs::{Output, Outputs, MAX_KEPT_BYTES, MAX_KEPT_FILES};
 pub use pipeline::{protected_paths, run_pipeline, Pipeline, READ_LIMIT, STEP_PATH};
 pub use verdict::{stage_reached, StepResult, StepStatus, Verdict, VerdictStage};

@@ -4,10 +4,10 @@
 //! Design note. It runs after the agent phase has ended, so no process of the
 //! agent is left. It:
 //!
-//! 1. reads the deployment's login environment in a phase of its own: a
-//!    login shell prints its exported variables, and that phase ends (every
-//!    process a profile hook started is killed) before anything of the
-//!    verifier enters the environment;
+//! 1. takes the deployment's login environment as a login shell reported
+//!    it at the end of the agent's phase ([`crate::login_env`]): the
+//!    deployment's code ran there, before the tamper check, and nothing of
+//!    the deployment's runs between that check and the seals below;
 //! 2. makes `CLEANROOM_VERIFY` and `CLEANROOM_OUT` at fresh paths with 128
 //!    random bits each, directly under the environment's `/` (one component
 //!    that the harness itself creates: no link the agent left can lie on the
@@ -19,7 +19,7 @@
 //!    runs during verification can change them, even for a moment;
 //! 4. runs the steps in order in `artifact.dest`, each in bash without
 //!    profile or rc files, with the login environment's variables less those
-//!    that inject code ([`UNTRUSTED_VARIABLES`], exported functions), after
+//!    that inject code (exported functions and the like), after
 //!    removing its `clean` globs from the host side (never by a process in
 //!    the environment, which the agent may have replaced); the first step
 //!    that fails or times out ends the steps; each step's timeout is capped
@@ -51,6 +51,7 @@ use cleanroom_env::{
 
 use crate::access;
 use crate::checks::{self, CheckResult};
+use crate::login_env::LoginEnv;
 use crate::outputs::Outputs;
 use crate::task::{CheckFile, Task, VerifySpec};
 use crate::verdict::{StepResult, StepStatus, Verdict};
@@ -65,46 +66,9 @@ pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 /// left out.
 const LOGGED_REMOVALS: usize = 20;
 
-/// How long the login shell that reports the deployment's environment may
-/// take (and at most what is left of the pipeline's budget).
-const LOGIN_ENV_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Prints every exported variable, NUL-separated, after a marker, with
-/// bash builtins only.
-const LOGIN_ENV_SCRIPT: &str =
-    r#"printf '\0cleanroom-login-env\0'; for n in $(compgen -e); do printf '%s=%s\0' "$n" "${!n}"; done"#;
-const LOGIN_ENV_MARKER: &[u8] = b"\0cleanroom-login-env\0";
-
-/// Variables of the login environment that a step does not get: they make
-/// a shell or an interpreter run code at start-up, or turn the shell's
-/// behaviour. Exported bash functions (`BASH_FUNC_*`) neither.
-pub const UNTRUSTED_VARIABLES: &[&str] = &[
-    "BASH_ENV",
-    "ENV",
-    "PROMPT_COMMAND",
-    "PS0",
-    "PS4",
-    "SHELLOPTS",
-    "BASHOPTS",
-    "CDPATH",
-    "GLOBIGNORE",
-    "IFS",
-    "LD_PRELOAD",
-    "LD_AUDIT",
-    "PYTHONSTARTUP",
-    "PYTHONINSPECT",
-    "PYTHONUSERBASE",
-    "PERL5OPT",
-    "PERL5DB",
-    "RUBYOPT",
-    "NODE_OPTIONS",
-    "JAVA_TOOL_OPTIONS",
-    "_JAVA_OPTIONS",
-    "JDK_JAVA_OPTIONS",
-];
-
 /// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
-/// and judges it. verify.log goes to `log` (write errors are ignored: the
+/// and judges it, the steps with the variables of `login`. verify.log goes
+/// to `log` (write errors are ignored: the
 /// log never decides the verdict), and what the steps wrote to
 /// `$CLEANROOM_OUT` to `outputs`, when given.
 /// `protected` are the artifact's protected files, sealed during the steps
@@ -113,11 +77,12 @@ pub fn run_pipeline(
     env: &mut dyn Environment,
     task: &Task,
     protected: &[String],
+    login: &LoginEnv,
     cancel: &CancelToken,
     log: &mut dyn Write,
     outputs: Option<&mut Outputs>,
 ) -> Result<Verdict, EnvError> {
-    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, cancel, log, outputs)
+    Pipeline { protected, ..Pipeline::of_task(task) }.run(env, login, cancel, log, outputs)
 }
 
 /// The regular files of the original artifact (its staged manifest) that
@@ -163,16 +128,18 @@ impl<'a> Pipeline<'a> {
     pub fn run(
         &self,
         env: &mut dyn Environment,
+        login: &LoginEnv,
         cancel: &CancelToken,
         log: &mut dyn Write,
         outputs: Option<&mut Outputs>,
     ) -> Result<Verdict, EnvError> {
-        self.run_with_clock(env, cancel, log, outputs, &SystemClock(Instant::now()))
+        self.run_with_clock(env, login, cancel, log, outputs, &SystemClock(Instant::now()))
     }
 
     fn run_with_clock(
         &self,
         env: &mut dyn Environment,
+        login: &LoginEnv,
         cancel: &CancelToken,
         log: &mut dyn Write,
         outputs: Option<&mut Outputs>,
@@ -187,7 +154,7 @@ impl<'a> Pipeline<'a> {
             self.timeout.as_secs(),
             if self.network { "on" } else { "off" },
         ));
-        let login = self.login_variables(env, cancel, &mut log, clock, start)?;
+        log.line(format_args!("login environment: {}", login.report));
         let root = env.files();
         let verify_env = fresh_dir(root)?;
         root.copy_tree_in(&self.verify_dir, &verify_env, &|rel| rel == Path::new("checks.toml"))
@@ -195,7 +162,7 @@ impl<'a> Pipeline<'a> {
         let out_dir = fresh_dir(root)?;
         let mut sealed = self.protected.to_vec();
         sealed.push(verify_env.clone());
-        let vars = self.step_env(login, &verify_env, &out_dir);
+        let vars = self.step_env(login.vars.clone(), &verify_env, &out_dir);
         let phase = PhaseOptions { sealed, ..Default::default() };
         let ran = self.run_steps(env, &phase, vars, out_dir, cancel, &mut log, clock, start);
         let ended = env.end_phase();
@@ -251,46 +218,6 @@ impl<'a> Pipeline<'a> {
             verdict.stage,
         ));
         Ok(verdict)
-    }
-
-    /// Step 1 of the design note: the login environment's variables, in a
-    /// phase of their own; None when the login shell did not report them.
-    fn login_variables(
-        &self,
-        env: &mut dyn Environment,
-        cancel: &CancelToken,
-        log: &mut Log<'_>,
-        clock: &dyn Clock,
-        start: Duration,
-    ) -> Result<Option<Vec<(String, String)>>, EnvError> {
-        env.begin_phase(Network::LoopbackOnly)?;
-        let mut req = ExecRequest::login_shell(LOGIN_ENV_SCRIPT, "/", base_env());
-        req.timeout =
-            Some(LOGIN_ENV_TIMEOUT.min(self.timeout.saturating_sub(clock.now().saturating_sub(start))));
-        let outcome = env.exec(&req, cancel);
-        let ended = env.end_phase();
-        let outcome = outcome?;
-        ended?;
-        if outcome.status == ExitStatus::Cancelled {
-            return Err(EnvError::Phase("verification cancelled".into()));
-        }
-        let stdout = outcome.stdout.to_bytes();
-        let found = outcome.status.success().then(|| parse_login_env(&stdout)).flatten();
-        match &found {
-            Some(vars) => log.line(format_args!("login environment: {} variables", vars.len())),
-            None => log.line(format_args!(
-                "login environment: not reported ({}); steps get the default one",
-                match outcome.status {
-                    ExitStatus::Exited(0) => "no variables printed".to_string(),
-                    ExitStatus::Exited(code) => format!("exit {code}"),
-                    ExitStatus::Signaled(sig) => format!("killed by signal {sig}"),
-                    ExitStatus::TimedOut =>
-                        format!("no exit within {}s", req.timeout.unwrap_or_default().as_secs()),
-                    ExitStatus::Cancelled => "cancelled".to_string(),
-                }
-            )),
-        }
-        Ok(found)
     }
 
     /// Step 4 of the design note, inside the phase.
@@ -369,9 +296,8 @@ impl<'a> Pipeline<'a> {
                 continue;
             }
             let timeout = step.timeout_sec.map_or(left, |t| Duration::from_secs(t).min(left));
-            let mut req = ExecRequest::login_shell(&step.run, self.artifact_dest, vars.clone());
             // The login shell's variables, without running its hooks again.
-            req.argv = ["/bin/bash", "--noprofile", "--norc", "-c", &step.run].map(String::from).to_vec();
+            let mut req = ExecRequest::plain_shell(&step.run, self.artifact_dest, vars.clone());
             req.timeout = Some(timeout);
             let queries = access::queries_of(self.spec, &step.name);
             let watch = if queries.is_empty() { None } else { env.watch_access(self.artifact_dest)? };
@@ -497,28 +423,11 @@ impl<'a> Pipeline<'a> {
 }
 
 /// The environment of a shell before any profile: what a fresh login gets.
-fn base_env() -> Vec<(String, String)> {
+pub(crate) fn base_env() -> Vec<(String, String)> {
     [("PATH", STEP_PATH), ("HOME", "/root"), ("LANG", "C.UTF-8"), ("TERM", "dumb")]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
-}
-
-/// The variables a login shell printed after [`LOGIN_ENV_MARKER`], less the
-/// untrusted ones; None without the marker.
-fn parse_login_env(stdout: &[u8]) -> Option<Vec<(String, String)>> {
-    let at = stdout.windows(LOGIN_ENV_MARKER.len()).rposition(|w| w == LOGIN_ENV_MARKER)?;
-    let vars: Vec<(String, String)> = stdout[at + LOGIN_ENV_MARKER.len()..]
-        .split(|b| *b == 0)
-        .filter_map(|item| {
-            let item = std::str::from_utf8(item).ok()?;
-            let (name, value) = item.split_once('=')?;
-            let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            let trusted = plain && !name.starts_with("BASH_FUNC_") && !UNTRUSTED_VARIABLES.contains(&name);
-            trusted.then(|| (name.to_string(), value.to_string()))
-        })
-        .collect();
-    vars.iter().any(|(k, _)| k == "PATH").then_some(vars)
 }
 
 const PROXY_VARS: [&str; 8] = [
@@ -557,13 +466,18 @@ fn random_hex() -> std::io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn log_outcome(log: &mut Log<'_>, outcome: &ExecOutcome, timeout: Duration, result: &StepResult) {
-    let how = match &outcome.status {
+/// How a command ended, for verify.log.
+pub(crate) fn how_it_ended(status: &ExitStatus, timeout: Duration) -> String {
+    match status {
         ExitStatus::Exited(code) => format!("exit {code}"),
         ExitStatus::Signaled(sig) => format!("killed by signal {sig}"),
         ExitStatus::TimedOut => format!("no exit within {}s", timeout.as_secs()),
         ExitStatus::Cancelled => "cancelled".to_string(),
-    };
+    }
+}
+
+fn log_outcome(log: &mut Log<'_>, outcome: &ExecOutcome, timeout: Duration, result: &StepResult) {
+    let how = how_it_ended(&outcome.status, timeout);
     let status = match result.status {
         StepStatus::Passed => "passed",
         StepStatus::Failed => "failed",

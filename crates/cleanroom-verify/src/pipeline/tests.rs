@@ -34,7 +34,7 @@ fn deployed_login_env() -> Vec<u8> {
         "CLEANROOM_OUT=/forged",
     ];
     let mut out = b"motd from a profile hook\n".to_vec();
-    out.extend_from_slice(LOGIN_ENV_MARKER);
+    out.extend_from_slice(crate::login_env::MARKER);
     for v in vars {
         out.extend_from_slice(v.as_bytes());
         out.push(0);
@@ -43,7 +43,7 @@ fn deployed_login_env() -> Vec<u8> {
 }
 
 fn is_login_shell(req: &ExecRequest) -> bool {
-    req.argv.last().is_some_and(|a| a == LOGIN_ENV_SCRIPT)
+    req.argv.last().is_some_and(|a| a == crate::login_env::SCRIPT)
 }
 
 /// A task directory, and a fake environment with an artifact.
@@ -53,7 +53,7 @@ struct Fixture {
     verify_dir: PathBuf,
     backend: FakeBackend,
     env: Box<dyn Environment>,
-    /// What the login shell prints (see LOGIN_ENV_SCRIPT).
+    /// What the login shell prints (see crate::login_env::SCRIPT).
     login_env: Arc<Mutex<Vec<u8>>>,
     protected: Vec<String>,
     /// What the last run kept of `$CLEANROOM_OUT`.
@@ -144,8 +144,14 @@ impl Fixture {
         };
         let mut log = Vec::new();
         let cancel = CancelToken::new().unwrap();
+        // The agent's phase, at whose end the trial reads the login
+        // environment.
+        self.env.begin_phase(Network::LoopbackOnly).unwrap();
+        let login = crate::read_login_env(self.env.as_ref(), &cancel);
+        self.env.end_phase().unwrap();
         let verdict = pipeline.run_with_clock(
             self.env.as_mut(),
+            &login,
             &cancel,
             &mut log,
             Some(&mut self.outputs),
@@ -156,7 +162,8 @@ impl Fixture {
     }
 
     /// What every run must hold: the verifier mounts nothing of the host,
-    /// and the login shell runs first, alone in a phase of its own.
+    /// and the login shell runs in the agent's phase (the first here),
+    /// never in the verifier's.
     fn assert_phases_kept_apart(&self) {
         let mut phase = 0;
         let mut in_phase = Vec::new();
@@ -171,7 +178,7 @@ impl Fixture {
             }
         }
         if in_phase.iter().any(|(_, login)| *login) {
-            assert_eq!(in_phase[0], (1, true), "the login shell runs first: {in_phase:?}");
+            assert_eq!(in_phase[0], (1, true), "the login shell runs in the agent's phase: {in_phase:?}");
             assert!(in_phase[1..].iter().all(|(phase, _)| *phase > 1), "and alone: {in_phase:?}");
         }
     }
@@ -595,7 +602,7 @@ fn the_verifier_and_the_protected_files_are_sealed_during_the_steps() {
     f.run(&spec, 900, false).0.unwrap();
     let req = &f.requests()[0];
     let sealed = f.sealed();
-    assert_eq!(sealed[0], Vec::<String>::new(), "the login phase seals nothing");
+    assert_eq!(sealed[0], Vec::<String>::new(), "the agent's phase seals nothing");
     assert_eq!(
         sealed[1],
         [
@@ -645,7 +652,7 @@ fn mutated_steps_run_in_a_phase_of_their_own_on_the_changed_source() {
     let outputs: Vec<String> = log.lines().filter(|l| l.starts_with("print")).map(str::to_string).collect();
     assert_eq!(outputs, ["print()", "print(1)"], "{log}");
     assert!(log.contains("mutation 1: main.py changed") && !log.contains("print(1)\n-- "), "{log}");
-    // Login shell, unmutated steps, mutated steps: three phases.
+    // The agent's (its login shell), unmutated steps, mutated steps: three phases.
     let phases = f.backend.calls().iter().filter(|c| matches!(c, Call::BeganPhase { .. })).count();
     assert_eq!(phases, 3);
     // The source is put back, so a second verification starts as the first.
