@@ -56,9 +56,15 @@ impl Submitter {
 
     /// `cleanroom run --executor slurm` of the examples.
     fn run(self, out: &Path, args: &[&str]) -> Child {
+        self.run_tasks("examples/tasks", out, args)
+    }
+
+    /// `cleanroom run --executor slurm` of the tasks in `tasks` (a
+    /// directory of the repository).
+    fn run_tasks(self, tasks: &str, out: &Path, args: &[&str]) -> Child {
         let tasks = match self.0 {
-            Some(user) => user.copy_in(&repo().join("examples/tasks")).display().to_string(),
-            None => fixtures("examples/tasks"),
+            Some(user) => user.copy_in(&repo().join(tasks)).display().to_string(),
+            None => fixtures(tasks),
         };
         let mut cmd = self.cleanroom();
         cmd.args(["run", "--executor", "slurm", "--tasks", &tasks, "--jobs", "2"]).args(args);
@@ -147,18 +153,26 @@ impl Drop for Revive {
 
 /// The examples through Slurm give what they give locally (every oracle
 /// trial passes, no nop trial does), and every record names its job and
-/// node.
+/// node. An ordinary user's run (the rootless sandbox on the nodes) gives
+/// the same of the adversarial fixtures' target, a task without installs:
+/// what differs for the user is the sandbox, not the deployments.
 #[test]
 fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
     cluster_is_up();
-    for submitter in [ROOT, ordinary_user()] {
+    let examples: &[&str] = &["fd-anharmonic", "rff-ridge", "sir-network-final-size"];
+    for (submitter, dir, tasks) in [
+        (ROOT, "examples/tasks", examples),
+        (ordinary_user(), "tests/fixtures/tasks-adversarial", &["target"]),
+    ] {
         let out = submitter.out("slurm-examples");
-        let output =
-            submitter.run(&out, &["--agent", "oracle", "--agent", "nop"]).wait_with_output().unwrap();
+        let output = submitter
+            .run_tasks(dir, &out, &["--agent", "oracle", "--agent", "nop"])
+            .wait_with_output()
+            .unwrap();
         assert!(output.status.success(), "{}", text(&output));
         let run = run_dir(&out);
         let mut outcomes = Vec::new();
-        for task in ["fd-anharmonic", "rff-ridge", "sir-network-final-size"] {
+        for task in tasks {
             for agent in ["oracle", "nop"] {
                 let record = json(&run.join(format!("trials/{task}/{agent}/1/result.json")));
                 let executor = &record["executor"];
@@ -170,10 +184,8 @@ fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
                 outcomes.push(format!("{task} {agent} {}", record["outcome"].as_str().unwrap()));
             }
         }
-        let expected: Vec<String> = ["fd-anharmonic", "rff-ridge", "sir-network-final-size"]
-            .iter()
-            .flat_map(|t| [format!("{t} oracle passed"), format!("{t} nop failed")])
-            .collect();
+        let expected: Vec<String> =
+            tasks.iter().flat_map(|t| [format!("{t} oracle passed"), format!("{t} nop failed")]).collect();
         assert_eq!(outcomes, expected);
         let config = std::fs::read_to_string(run.join("run.toml")).unwrap();
         assert!(config.contains("debian-12-minimal = \"sha256:"), "the image's digest is recorded: {config}");
