@@ -41,6 +41,9 @@ struct Submitter(Option<&'static TestUser>);
 
 const ROOT: Submitter = Submitter(None);
 
+/// The adversarial fixtures, whose `target` task deploys by writing one file.
+const TARGET_TASKS: &str = "tests/fixtures/tasks-adversarial";
+
 fn ordinary_user() -> Submitter {
     Submitter(Some(test_user()))
 }
@@ -54,9 +57,10 @@ impl Submitter {
         self.0.map_or_else(|| temp_out(name), |user| user.out_dir(name))
     }
 
-    /// `cleanroom run --executor slurm` of the examples.
+    /// `cleanroom run --executor slurm` of the adversarial fixtures' target,
+    /// a task without installs: what a test of the executor runs.
     fn run(self, out: &Path, args: &[&str]) -> Child {
-        self.run_tasks("examples/tasks", out, args)
+        self.run_tasks(TARGET_TASKS, out, args)
     }
 
     /// `cleanroom run --executor slurm` of the tasks in `tasks` (a
@@ -105,12 +109,11 @@ fn slow_agent_in_its_phase(out: &Path) -> PathBuf {
     wait_for(
         || {
             let run = std::fs::read_dir(out).ok()?.flatten().map(|e| e.path()).find(|p| p.is_dir())?;
-            let phase =
-                run.join("slurm/attempts/fd-anharmonic").read_dir().ok()?.flatten().find_map(|agent| {
-                    let phase = agent.path().join("1/1/phase");
-                    let slow = agent.file_name().to_string_lossy().starts_with("script-slow");
-                    (slow && std::fs::read_to_string(&phase).ok()? == "agent").then_some(phase)
-                })?;
+            let phase = run.join("slurm/attempts/target").read_dir().ok()?.flatten().find_map(|agent| {
+                let phase = agent.path().join("1/1/phase");
+                let slow = agent.file_name().to_string_lossy().starts_with("script-slow");
+                (slow && std::fs::read_to_string(&phase).ok()? == "agent").then_some(phase)
+            })?;
             Some(phase)
         },
         Duration::from_secs(300),
@@ -160,10 +163,9 @@ impl Drop for Revive {
 fn the_examples_through_slurm_pass_as_locally_on_named_nodes() {
     cluster_is_up();
     let examples: &[&str] = &["fd-anharmonic", "rff-ridge", "sir-network-final-size"];
-    for (submitter, dir, tasks) in [
-        (ROOT, "examples/tasks", examples),
-        (ordinary_user(), "tests/fixtures/tasks-adversarial", &["target"]),
-    ] {
+    for (submitter, dir, tasks) in
+        [(ROOT, "examples/tasks", examples), (ordinary_user(), TARGET_TASKS, &["target"])]
+    {
         let out = submitter.out("slurm-examples");
         let output = submitter
             .run_tasks(dir, &out, &["--agent", "oracle", "--agent", "nop"])
@@ -204,7 +206,7 @@ fn a_node_that_dies_mid_trial_is_retried_elsewhere() {
     cluster_is_up();
     let out = ordinary_user().out("slurm-node-dies");
     let slow = slow_agent(&out);
-    let run = ordinary_user().run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "oracle"]);
+    let run = ordinary_user().run(&out, &["--task", "target", "--agent", &slow, "--agent", "oracle"]);
     slow_agent_in_its_phase(&out);
     let dir = run_dir(&out);
     let (job, agents) = submitted(&dir).remove(0);
@@ -215,7 +217,7 @@ fn a_node_that_dies_mid_trial_is_retried_elsewhere() {
     slurm_local(&["kill-node", &node]);
     let output = run.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", text(&output));
-    let trial = dir.join("trials/fd-anharmonic").join(&agents[index]).join("1");
+    let trial = dir.join("trials/target").join(&agents[index]).join("1");
     let lost = json(&trial.join("attempt-1.json"));
     assert_eq!(lost["outcome"], "infra_error", "{lost}");
     assert!(lost["error"].as_str().unwrap().contains("NODE_FAIL"), "{lost}");
@@ -239,7 +241,7 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
     let user = ordinary_user();
     let out = user.out("slurm-resume");
     let slow = slow_agent(&out);
-    let mut run = user.run(&out, &["--task", "fd-anharmonic", "--agent", &slow, "--agent", "nop"]);
+    let mut run = user.run(&out, &["--task", "target", "--agent", &slow, "--agent", "nop"]);
     slow_agent_in_its_phase(&out);
     run.kill().unwrap();
     run.wait().unwrap();
@@ -252,7 +254,7 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
     let said = text(&status);
     assert!(status.status.success(), "{said}");
     assert!(said.contains("of 2 trial(s) have a result"), "{said}");
-    assert!(said.contains(&format!("  fd-anharmonic {slow_id} #1 attempt 1: agent")), "{said}");
+    assert!(said.contains(&format!("  target {slow_id} #1 attempt 1: agent")), "{said}");
     assert!(said.contains("no cleanroom run is attached: finish it with `cleanroom run --resume"), "{said}");
     let output = user.cleanroom().arg("run").arg("--resume").arg(&dir).output().unwrap();
     assert!(output.status.success(), "{}", text(&output));
@@ -264,7 +266,7 @@ fn a_killed_submitter_is_resumed_without_submitting_again() {
         "{said}"
     );
     for agent in ["nop", &slow_id] {
-        let result = json(&dir.join(format!("trials/fd-anharmonic/{agent}/1/result.json")));
+        let result = json(&dir.join(format!("trials/target/{agent}/1/result.json")));
         assert_eq!(
             (result["attempt"].as_u64(), result["outcome"].as_str()),
             (Some(1), Some("failed")),
@@ -279,7 +281,7 @@ fn an_interrupted_run_cancels_its_jobs() {
     cluster_is_up();
     let out = ordinary_user().out("slurm-interrupt");
     let slow = slow_agent(&out);
-    let run = ordinary_user().run(&out, &["--task", "fd-anharmonic", "--agent", &slow]);
+    let run = ordinary_user().run(&out, &["--task", "target", "--agent", &slow]);
     slow_agent_in_its_phase(&out);
     let dir = run_dir(&out);
     // SAFETY: signalling our own child.

@@ -67,10 +67,9 @@ pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 const LOGGED_REMOVALS: usize = 20;
 
 /// Runs the hidden pipeline of `task` in `env`, whose agent phase has ended,
-/// and judges it, the steps with the variables of `login`. verify.log goes
-/// to `log` (write errors are ignored: the
-/// log never decides the verdict), and what the steps wrote to
-/// `$CLEANROOM_OUT` to `outputs`, when given.
+/// and judges it; the steps get the variables of `login`. verify.log goes
+/// to `log` (write errors are ignored: the log never decides the verdict),
+/// and what the steps wrote to `$CLEANROOM_OUT` to `outputs`, when given.
 /// `protected` are the artifact's protected files, sealed during the steps
 /// ([`protected_paths`]).
 pub fn run_pipeline(
