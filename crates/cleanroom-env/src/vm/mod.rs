@@ -534,6 +534,16 @@ impl Environment for VmEnv {
             self.end_phase()?;
             return Err(e);
         }
+        // Sealed before any command of the disk's runs (the wait below is
+        // its bash): the seals hold from the phase's first command on.
+        if !options.sealed.is_empty() {
+            let answer = channel
+                .call(|id| Message::Seal { id, paths: options.sealed.clone() }, Vec::new(), POWER_OFF_TIMEOUT)
+                .map_err(|e| EnvError::io("sealing paths", e))?;
+            if let Message::Failed { failure, .. } = answer.message {
+                return Err(EnvError::Phase(failure.message));
+            }
+        }
         // Commands start once the disk's system has finished booting, as on
         // a machine one logs into. No profile of the disk's runs here: the
         // deployment's code has no turn between the tamper check and the
@@ -545,14 +555,6 @@ impl Environment for VmEnv {
         );
         settle.timeout = Some(SETTLE_TIMEOUT);
         exec::run(&channel, &settle, &CancelToken::new().map_err(|e| EnvError::io("cancel token", e))?)?;
-        if !options.sealed.is_empty() {
-            let answer = channel
-                .call(|id| Message::Seal { id, paths: options.sealed.clone() }, Vec::new(), POWER_OFF_TIMEOUT)
-                .map_err(|e| EnvError::io("sealing paths", e))?;
-            if let Message::Failed { failure, .. } = answer.message {
-                return Err(EnvError::Phase(failure.message));
-            }
-        }
         Ok(())
     }
 
